@@ -1,0 +1,229 @@
+"""The book's machinery: profiles, papermill runs of chapters, the results store, paper-vs-ours tables.
+
+A chapter is a notebook in ``notebooks/`` with one cell tagged ``parameters``. ``run_chapter`` merges
+the parameters of ``profiles.yml`` (see the comment at its top), refuses keys the notebook does not
+define, and executes the notebook with papermill into ``book/chapters/``. Chapters store what they
+computed with :func:`save_results` (``results/<chapter>/<profile>.json``); the summary page reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(os.environ.get("SDR_BOOK_ROOT", Path(__file__).resolve().parents[2]))
+NOTEBOOKS = ROOT / "notebooks"
+CHAPTERS_OUT = ROOT / "book" / "chapters"
+PAPER_TABLES = ROOT / "data" / "paper_tables"
+PROFILES_FILE = ROOT / "profiles.yml"
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get("SDR_RESULTS", ROOT / "results"))
+
+
+# ------------------------------------------------------------------------------------------ profiles
+def load_profiles(path: Path | None = None) -> dict:
+    path = Path(path or PROFILES_FILE)
+    try:
+        profiles = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: profiles file not found") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(profiles, dict) or "profiles" not in profiles or "chapters" not in profiles:
+        raise ValueError(f"{path}: expected top-level keys 'chapters' and 'profiles'")
+    return profiles
+
+
+def chapter_names(path: Path | None = None) -> list[str]:
+    return list(load_profiles(path)["chapters"])
+
+
+def notebook_parameters(notebook: Path) -> dict:
+    """The names and default values of a notebook's ``parameters`` cell."""
+    import papermill
+
+    if not notebook.exists():
+        raise FileNotFoundError(f"{notebook}: chapter notebook not found")
+    inferred = papermill.inspect_notebook(str(notebook))
+    if not inferred:
+        raise ValueError(f"{notebook}: no cell tagged 'parameters' (every chapter needs one)")
+    return {name: spec["default"] for name, spec in inferred.items()}
+
+
+def chapter_parameters(chapter: str, profile: str, overrides: Mapping | None = None,
+                       profiles_path: Path | None = None, notebook: Path | None = None) -> dict:
+    """Parameters for ``chapter`` at ``profile``; unknown keys and missing required values are errors."""
+    profiles = load_profiles(profiles_path)
+    if profile not in profiles["profiles"]:
+        raise ValueError(f"unknown profile {profile!r}; {PROFILES_FILE.name} defines "
+                         f"{sorted(profiles['profiles'])}")
+    if chapter not in profiles["chapters"]:
+        raise ValueError(f"unknown chapter {chapter!r}; {PROFILES_FILE.name} lists {profiles['chapters']}")
+    spec = profiles["profiles"][profile]
+    merged = dict(spec.get("parameters") or {})
+    merged.update((spec.get("chapters") or {}).get(chapter) or {})
+    merged.update(overrides or {})
+    notebook = notebook or NOTEBOOKS / f"{chapter}.ipynb"
+    defaults = notebook_parameters(notebook)
+    unknown = sorted(set(merged) - set(defaults))
+    if unknown:
+        raise ValueError(f"{notebook.name}: parameters {unknown} (from profile {profile!r} or -p) are not "
+                         f"defined in its parameters cell; it defines {sorted(defaults)}")
+    missing = sorted(k for k, v in defaults.items() if v == "None" and k not in merged)
+    if missing:
+        raise ValueError(f"{notebook.name}: parameters {missing} have no value: give them in profile "
+                         f"{profile!r} of {PROFILES_FILE.name} or with -p NAME VALUE")
+    return merged
+
+
+def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None = None,
+                output_dir: Path | None = None, progress: bool = True) -> Path:
+    """Execute ``notebooks/<chapter>.ipynb`` with papermill at ``profile`` into ``book/chapters/``."""
+    import papermill
+
+    notebook = NOTEBOOKS / f"{chapter}.ipynb"
+    parameters = chapter_parameters(chapter, profile, overrides, notebook=notebook)
+    output_dir = Path(output_dir or CHAPTERS_OUT)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    output = output_dir / f"{chapter}.ipynb"
+    papermill.execute_notebook(str(notebook), str(output), parameters=parameters, cwd=str(ROOT),
+                               kernel_name="python3", progress_bar=progress, log_output=False)
+    return output
+
+
+def _parse_value(text: str):
+    """``-p key value`` values are YAML scalars: 3 → int, 0.5 → float, true → bool, else str."""
+    return yaml.safe_load(text)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("chapter", help="execute a chapter notebook with papermill at a profile")
+    parser.add_argument("name", nargs="?", help="chapter name (notebooks/<name>.ipynb)")
+    parser.add_argument("--all", action="store_true", help="every chapter of profiles.yml, in book order")
+    parser.add_argument("--profile", default="smoke", help="smoke, real or paper (profiles.yml)")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                        help="override one parameter (repeatable)")
+    parser.add_argument("--output-dir", type=Path, default=None, help="default: book/chapters/")
+    parser.set_defaults(func=_chapter_command)
+
+
+def _chapter_command(args) -> int:
+    if bool(args.all) == bool(args.name):
+        raise ValueError("give a chapter NAME or --all")
+    names = chapter_names() if args.all else [args.name]
+    overrides = {key: _parse_value(value) for key, value in args.parameter}
+    for name in names:
+        print(f"[sdr chapter] {name} at profile {args.profile}", file=sys.stderr, flush=True)
+        output = run_chapter(name, args.profile, overrides, args.output_dir)
+        print(f"[sdr chapter] wrote {output}", file=sys.stderr, flush=True)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ data sources
+def shared_data_dir() -> Path | None:
+    """Where real data is: ``$SDR_DATA`` when set and present, else the download cache if it has data."""
+    value = os.environ.get("SDR_DATA")
+    if value and Path(value).is_dir():
+        return Path(value)
+    try:
+        from sdr import datasets
+    except ImportError:  # pragma: no cover - datasets is part of the package
+        return None
+    root = getattr(datasets, "data_root", None)
+    return root() if root else None
+
+
+def caption(profile: str, sources: Sequence[str]) -> str:
+    """The line printed under every table and plot: which profile and which data produced it."""
+    return f"Profile: {profile} · Data: {'; '.join(sources) if sources else 'none'}"
+
+
+# ------------------------------------------------------------------------------------------ results store
+def _jsonable(value):
+    if isinstance(value, pd.DataFrame):
+        return {"__table__": json.loads(value.to_json(orient="split", index=True))}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
+
+
+def _from_jsonable(value):
+    if isinstance(value, dict) and "__table__" in value:
+        split = value["__table__"]
+        return pd.DataFrame(split["data"], index=split["index"], columns=split["columns"])
+    if isinstance(value, dict):
+        return {k: _from_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def save_results(chapter: str, profile: str, tables: Mapping[str, pd.DataFrame], sources: Sequence[str],
+                 extra: Mapping | None = None) -> Path:
+    """Store a chapter's tables (and any extra JSON-able values) for the summary page."""
+    path = results_dir() / chapter / f"{profile}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "chapter": chapter,
+        "profile": profile,
+        "sources": list(sources),
+        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "tables": _jsonable(dict(tables)),
+        "extra": _jsonable(dict(extra or {})),
+    }
+    path.write_text(json.dumps(record, indent=1))
+    return path
+
+
+def load_results(chapter: str | None = None, profile: str | None = None) -> list[dict]:
+    """Every stored result (optionally of one chapter/profile), tables back as DataFrames."""
+    root = results_dir()
+    records = []
+    for path in sorted(root.glob(f"{chapter or '*'}/{profile or '*'}.json")):
+        record = json.loads(path.read_text())
+        record["tables"] = _from_jsonable(record["tables"])
+        record["extra"] = _from_jsonable(record.get("extra", {}))
+        records.append(record)
+    return records
+
+
+# ------------------------------------------------------------------------------------------ paper tables
+def read_paper_table(name: str) -> pd.DataFrame:
+    """Numbers copied from a paper: ``data/paper_tables/<name>.csv`` (columns source, table, model, …)."""
+    path = PAPER_TABLES / f"{name}.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such paper table; have {sorted(p.stem for p in PAPER_TABLES.glob('*.csv'))}")
+    table = pd.read_csv(path, comment="#")
+    required = {"source", "table", "model"}
+    if not required <= set(table.columns):
+        raise ValueError(f"{path}: expected columns {sorted(required)} before the metrics, got {list(table.columns)}")
+    return table
+
+
+def paper_vs_ours(ours: pd.DataFrame, paper: pd.DataFrame, metrics: Sequence[str], label: str) -> pd.DataFrame:
+    """Stack the paper's rows and ours on the same metric columns, with a ``reported by`` column."""
+    paper_rows = paper[["model", *metrics]].copy()
+    paper_rows.insert(0, "reported by", paper["source"] + ", " + paper["table"])
+    our_rows = ours.reset_index().rename(columns={"index": "model"})[["model", *metrics]].copy()
+    our_rows.insert(0, "reported by", label)
+    return pd.concat([paper_rows, our_rows], ignore_index=True)
+
+
+def environment_line() -> str:
+    import torch
+
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+    return f"python {platform.python_version()}, torch {torch.__version__}, device {device}"

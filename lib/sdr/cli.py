@@ -1,0 +1,37 @@
+"""The ``sdr`` command line.
+
+Sub-commands are contributed by the modules that own them, so this file only dispatches:
+``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr chapter …`` (:mod:`sdr.book`),
+``sdr data …`` (:mod:`sdr.datasets`) and ``sdr cfs3 …`` (:mod:`sdr.cfs3`).
+Each owner exposes ``register(subparsers)``, which adds its parser and sets ``func``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMAND_MODULES = ("sdr.evaluate.cli", "sdr.book", "sdr.datasets", "sdr.cfs3")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sdr", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, KeyError) as error:
+        # Bad input is reported in one line naming what was wrong; tracebacks are for bugs.
+        print(f"sdr {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

