@@ -1,0 +1,103 @@
+"""The whole CFS3 construction in one call, and its human-readable summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sdr.cfs3.matching import LabelledSentence, MatchStats, SentenceMatcher, TokenizedSentence
+from sdr.cfs3.ngrams import Lemmatizer, NgramDictionary, build_ngram_dictionary
+from sdr.cfs3.phrases import PhraseSet, load_phrases
+from sdr.cfs3.sentences import Sentence
+
+PAPER_COUNTS = {"phrases_original": 1500, "phrases_augmented": 30505, "ngram_label_pairs": 68242,
+                "sentence_pool": 19_000_000, "labelled": 100016, "labels_used": 77, "empty_labels": [15, 29, 39]}
+"""Paper 004 (§3.1–3.2) and the ``Alab-NII/CFS3`` README; ``data/paper_tables/cfs3_counts.csv`` cites each."""
+
+
+@dataclass
+class CFS3Build:
+    """Everything one construction produced."""
+
+    phrases: PhraseSet
+    dictionary: NgramDictionary
+    records: list[LabelledSentence]
+    stats: MatchStats
+    phrases_before_augmentation: int
+    ppdb_report: dict | None = None
+    sentence_report: dict = field(default_factory=dict)
+
+    @property
+    def label_names(self) -> dict[int, str]:
+        return self.dictionary.label_names
+
+    def counts(self) -> dict:
+        """Counts at each step (the chapter puts them next to :data:`PAPER_COUNTS`)."""
+        return {"phrases_original": self.phrases_before_augmentation, "phrases_augmented": len(self.phrases),
+                "ngram_label_pairs": len(self.dictionary),
+                "ambiguous_ngrams_dropped": self.dictionary.report.get("ambiguous_ngrams_dropped", 0),
+                "sentence_pool": self.stats.sentences, "labelled": self.stats.labelled,
+                "labels_used": len(self.stats.per_label),
+                "empty_labels": sorted(set(self.label_names) - set(self.stats.per_label)),
+                "multi_label": self.stats.multi_label, "multi_label_dropped": self.stats.multi_label_dropped,
+                "root_check": self.stats.root_check, "ngrams_fired": len(self.stats.fired)}
+
+
+def build_cfs3(
+    phrases: PhraseSet | str | Path,
+    sentences: Iterable[Sentence],
+    n: int = 5,
+    ppdb: str | Path | None = None,
+    ppdb_per_phrase: int | None = None,
+    parser=None,
+    multi_label: str = "drop",
+    seed: int = 0,
+    lemmatizer: Lemmatizer | None = None,
+    tokenized: list[TokenizedSentence] | None = None,
+    progress: bool = True,
+) -> CFS3Build:
+    """Phrases → (PPDB paraphrases) → lemmatised n-grams without ambiguous ones → labelled sentences.
+
+    ``phrases`` is a :class:`PhraseSet` or a path for :func:`~sdr.cfs3.phrases.load_phrases`;
+    ``parser`` a spaCy pipeline (name or object) for the root check, None to skip it;
+    ``tokenized`` the pool already tokenised by :func:`~sdr.cfs3.matching.tokenize_sentences`
+    (to build with several settings from one tokenisation).
+    """
+    if not isinstance(phrases, PhraseSet):
+        phrases = load_phrases(phrases)
+    before = len(phrases)
+    ppdb_report = None
+    if ppdb is not None:
+        from sdr.ppdb import augment_phrases, read_ppdb
+
+        lexicon = read_ppdb(ppdb, progress=progress)
+        ppdb_report = lexicon.report
+        phrases = augment_phrases(phrases, lexicon, per_phrase=ppdb_per_phrase, seed=seed, progress=progress)
+    lemmatizer = lemmatizer or Lemmatizer()
+    dictionary = build_ngram_dictionary(phrases, n=n, lemmatizer=lemmatizer, progress=progress)
+    matcher = SentenceMatcher(dictionary, parser=parser, multi_label=multi_label, lemmatizer=lemmatizer)
+    records, stats = matcher.label(sentences, tokenized=tokenized, progress=progress)
+    return CFS3Build(phrases, dictionary, records, stats, before, ppdb_report)
+
+
+def summary_lines(build: CFS3Build) -> list[str]:
+    """A short report: counts at each step next to the paper's, and the root-check status."""
+    c = build.counts()
+    stats = build.stats
+    lines = [
+        f"phrases: {c['phrases_original']} read"
+        + (f", {c['phrases_augmented']} after PPDB augmentation" if build.ppdb_report else
+           " (no PPDB augmentation)") + f"  [paper: ~1.5k → {PAPER_COUNTS['phrases_augmented']:,}]",
+        f"{build.dictionary.n}-gram/label pairs: {c['ngram_label_pairs']:,} "
+        f"({c['ambiguous_ngrams_dropped']:,} ambiguous n-grams dropped)  [paper: {PAPER_COUNTS['ngram_label_pairs']:,}]",
+        f"sentences: {c['sentence_pool']:,} matched against the dictionary  [paper: ~19M]",
+        f"labelled: {c['labelled']:,} sentences, {c['labels_used']} labels used, {c['ngrams_fired']:,} n-grams fired"
+        f"  [paper: {PAPER_COUNTS['labelled']:,} sentences, {PAPER_COUNTS['labels_used']} labels]",
+        f"unlabelled: {stats.no_ngram:,} without n-gram, {stats.root_rejected:,} failed the root check, "
+        f"{stats.multi_label:,} matched several labels ({stats.multi_label_dropped:,} dropped, policy "
+        f"{stats.multi_label_policy!r})",
+        f"labels with no sentence: {c['empty_labels']}  [paper: {PAPER_COUNTS['empty_labels']}]",
+        stats.root_check_note,
+    ]
+    return lines
