@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -26,6 +27,16 @@ PAPER_TABLES = ROOT / "data" / "paper_tables"
 PROFILES_FILE = ROOT / "profiles.yml"
 
 
+class _YamlLoader(yaml.SafeLoader):
+    """PyYAML reads YAML 1.1, where ``2e-5`` (no dot) is a *string*; learning rates are written that way,
+    so this loader also resolves the YAML 1.2 float form ``[-+]?digits[.digits]e[-+]?digits``."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
 def results_dir() -> Path:
     return Path(os.environ.get("SDR_RESULTS", ROOT / "results"))
 
@@ -34,7 +45,7 @@ def results_dir() -> Path:
 def load_profiles(path: Path | None = None) -> dict:
     path = Path(path or PROFILES_FILE)
     try:
-        profiles = yaml.safe_load(path.read_text())
+        profiles = yaml.load(path.read_text(), Loader=_YamlLoader)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: profiles file not found") from None
     except yaml.YAMLError as error:
@@ -63,12 +74,13 @@ def notebook_parameters(notebook: Path) -> dict:
 def chapter_parameters(chapter: str, profile: str, overrides: Mapping | None = None,
                        profiles_path: Path | None = None, notebook: Path | None = None) -> dict:
     """Parameters for ``chapter`` at ``profile``; unknown keys and missing required values are errors."""
-    profiles = load_profiles(profiles_path)
+    source = Path(profiles_path or PROFILES_FILE)  # the file actually read, named in the errors
+    profiles = load_profiles(source)
     if profile not in profiles["profiles"]:
-        raise ValueError(f"unknown profile {profile!r}; {PROFILES_FILE.name} defines "
+        raise ValueError(f"unknown profile {profile!r}; {source} defines "
                          f"{sorted(profiles['profiles'])}")
     if chapter not in profiles["chapters"]:
-        raise ValueError(f"unknown chapter {chapter!r}; {PROFILES_FILE.name} lists {profiles['chapters']}")
+        raise ValueError(f"unknown chapter {chapter!r}; {source} lists {profiles['chapters']}")
     spec = profiles["profiles"][profile]
     merged = dict(spec.get("parameters") or {})
     merged.update((spec.get("chapters") or {}).get(chapter) or {})
@@ -82,7 +94,7 @@ def chapter_parameters(chapter: str, profile: str, overrides: Mapping | None = N
     missing = sorted(k for k, v in defaults.items() if v == "None" and k not in merged)
     if missing:
         raise ValueError(f"{notebook.name}: parameters {missing} have no value: give them in profile "
-                         f"{profile!r} of {PROFILES_FILE.name} or with -p NAME VALUE")
+                         f"{profile!r} of {source} or with -p NAME VALUE")
     return merged
 
 
@@ -102,8 +114,8 @@ def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None 
 
 
 def _parse_value(text: str):
-    """``-p key value`` values are YAML scalars: 3 → int, 0.5 → float, true → bool, else str."""
-    return yaml.safe_load(text)
+    """``-p key value`` values are YAML scalars: 3 → int, 0.5 and 2e-5 → float, true → bool, else str."""
+    return yaml.load(text, Loader=_YamlLoader)
 
 
 def register(subparsers) -> None:
@@ -220,6 +232,26 @@ def paper_vs_ours(ours: pd.DataFrame, paper: pd.DataFrame, metrics: Sequence[str
     our_rows = ours.reset_index().rename(columns={"index": "model"})[["model", *metrics]].copy()
     our_rows.insert(0, "reported by", label)
     return pd.concat([paper_rows, our_rows], ignore_index=True)
+
+
+SCIDOCS_COLUMNS = {
+    ("mag", "f1"): "mag_f1", ("mesh", "f1"): "mesh_f1",
+    ("co-view", "map"): "coview_map", ("co-view", "ndcg"): "coview_ndcg",
+    ("co-read", "map"): "coread_map", ("co-read", "ndcg"): "coread_ndcg",
+    ("cite", "map"): "cite_map", ("cite", "ndcg"): "cite_ndcg",
+    ("co-cite", "map"): "cocite_map", ("co-cite", "ndcg"): "cocite_ndcg",
+    ("recomm", "adj-NDCG"): "recomm_ndcg", ("recomm", "adj-P@1"): "recomm_p1",
+}
+"""SciDocs evaluator output → the column names of ``data/paper_tables/scidocs.csv``."""
+
+
+def scidocs_row(metrics: Mapping) -> dict:
+    """One table row of SciDocs metrics; ``avg`` only when all 12 are there (else NaN, never a partial mean)."""
+    row = {column: float(metrics[task][measure]) if task in metrics and measure in metrics[task] else float("nan")
+           for (task, measure), column in SCIDOCS_COLUMNS.items()}
+    values = list(row.values())
+    row["avg"] = sum(values) / len(values) if all(v == v for v in values) else float("nan")
+    return row
 
 
 def environment_line() -> str:

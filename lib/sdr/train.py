@@ -223,6 +223,22 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
     return TrainResult(pd.DataFrame(history), model_dir, step, resumed_from)
 
 
+@torch.no_grad()
+def evaluate_loss(encoder: Encoder, examples: Sequence, objective: Callable, batch_size: int = 32,
+                  progress: bool = False) -> float:
+    """Mean objective over ``examples`` in eval mode (no dropout): a deterministic before/after measure."""
+    if len(examples) == 0:
+        raise ValueError("evaluate_loss: no examples")
+    was_training = encoder.training
+    encoder.eval()
+    total = 0.0
+    for start in tqdm(range(0, len(examples), batch_size), desc="loss", disable=not progress):
+        batch = examples[start:start + batch_size]
+        total += objective(encoder, batch).item() * len(batch)
+    encoder.train(was_training)
+    return total / len(examples)
+
+
 # ---------------------------------------------------------------------------------------------- objectives
 class TripletObjective:
     """SPECTER's objective: embed (query, positive, negative) texts, triplet loss (L2, margin 1).

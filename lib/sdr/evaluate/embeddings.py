@@ -15,8 +15,11 @@ import numpy as np
 ID_KEYS = ("paper_id", "doc_id", "id")
 
 
-def read_embeddings(path: str | Path) -> dict[str, np.ndarray]:
-    """Read an embeddings JSONL file into ``{id: float32 vector}``.
+def read_embeddings(path: str | Path, dtype=np.float32) -> dict[str, np.ndarray]:
+    """Read an embeddings JSONL file into ``{id: vector}`` (float32 by default).
+
+    Evaluators that round distances (SciDocs rounds to 5 decimals) read ``dtype=np.float64``, so a
+    tie in an outside model's file breaks exactly as in the official script.
 
     Raises ``ValueError`` naming the file and line for malformed JSON, a missing id or embedding,
     or a vector whose dimension differs from the first line's.
@@ -40,7 +43,7 @@ def read_embeddings(path: str | Path) -> dict[str, np.ndarray]:
                     f"{path}:{line_number}: expected keys 'paper_id' (or 'doc_id'/'id') and "
                     f"'embedding', got {sorted(record)}"
                 )
-            vector = np.asarray(record["embedding"], dtype=np.float32)
+            vector = np.asarray(record["embedding"], dtype=dtype)
             if vector.ndim != 1 or vector.size == 0:
                 raise ValueError(f"{path}:{line_number}: 'embedding' must be a non-empty list of numbers")
             if dimension is None:

@@ -174,7 +174,7 @@ def papers_to_embed(data_dir: str | Path) -> dict[str, dict]:
 def load_embeddings(embeddings: Mapping[str, np.ndarray] | str | Path) -> Mapping[str, np.ndarray]:
     """Accept ``{id: vector}`` or an embeddings JSONL path (see :mod:`sdr.evaluate.embeddings`)."""
     if isinstance(embeddings, (str, Path)):
-        return read_embeddings(embeddings)
+        return read_embeddings(embeddings, dtype=np.float64)
     if not embeddings:
         raise ValueError("embeddings: the mapping is empty")
     return embeddings
