@@ -260,3 +260,16 @@ def test_replica_from_the_synthetic_generator(tmp_path):
     assert metrics["missing_embeddings"]["count"] == 0  # the metadata files list every needed paper
     assert metrics["mag"]["f1"] > 90  # fields are unions of communities
     assert all(metrics[task]["ndcg"] > 70 for task in scidocs.PROXIMITY_TASKS)
+
+
+def test_read_papers_returns_papers_with_title_and_abstract(tmp_path):
+    import json
+
+    from sdr.evaluate.scidocs import read_papers
+
+    (tmp_path / "paper_metadata_mag_mesh.json").write_text(json.dumps(
+        {"a": {"paper_id": "a", "title": "Alpha", "abstract": "About alpha."},
+         "b": {"paper_id": "b", "title": "Beta", "abstract": None}}))
+    papers = read_papers(tmp_path)
+    assert papers["a"].text(sep=" | ") == "Alpha | About alpha."
+    assert papers["b"].abstract == "" and papers["b"].title == "Beta"

@@ -390,3 +390,14 @@ def test_undirected_triplets_on_the_synthetic_corpus():
     positives = same_community((t.query, t.positive) for t in triplets)
     easy = same_community((t.query, t.negative) for t in triplets if t.kind == "easy")
     assert positives > easy + 0.2
+
+
+def test_given_triplets_keep_ids_papers_and_kind():
+    from sdr.corpus import Paper
+    from sdr.samplers import given_triplets
+
+    q, p, n, n2 = (Paper(i, f"title {i}") for i in ("q", "p", "n", "n2"))
+    triplets, papers = given_triplets([(q, p, n), (q, p, n2)], kind="real", margin=2.0)
+    assert [(t.query, t.positive, t.negative, t.kind, t.margin) for t in triplets] == \
+        [("q", "p", "n", "real", 2.0), ("q", "p", "n2", "real", 2.0)]
+    assert sorted(papers) == ["n", "n2", "p", "q"] and papers["n2"].title == "title n2"

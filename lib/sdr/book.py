@@ -160,6 +160,13 @@ def shared_data_dir() -> Path | None:
     return root() if root else None
 
 
+def real_data_file(relative: str, use_real_data: bool = True) -> Path | None:
+    """``<data root>/relative`` when real data is on and the file is there, else None."""
+    root = shared_data_dir() if use_real_data else None
+    path = root / relative if root is not None else None
+    return path if path is not None and path.exists() else None
+
+
 def caption(profile: str, sources: Sequence[str]) -> str:
     """The line printed under every table and plot: which profile and which data produced it."""
     return f"Profile: {profile} · Data: {'; '.join(sources) if sources else 'none'}"

@@ -669,6 +669,17 @@ def knn_band_triplets(
     return triplets, report
 
 
+def given_triplets(paper_triplets: Iterable[tuple[Paper, Paper, Paper]], kind: str = "given",
+                   margin: float = 1.0) -> tuple[list[Triplet], dict[str, Paper]]:
+    """Triplets that come ready-made (SciRepEval's SPECTER-style ``query/pos/neg`` records), as
+    :class:`Triplet` ids plus the papers they name, so they train beside sampled ones."""
+    triplets, papers = [], {}
+    for query, positive, negative in paper_triplets:
+        papers.update({paper.paper_id: paper for paper in (query, positive, negative)})
+        triplets.append(Triplet(query.paper_id, positive.paper_id, negative.paper_id, kind, margin))
+    return triplets, papers
+
+
 def count_collisions(examples: Iterable[Triplet | ContrastiveExample], symmetric: bool = True) -> int:
     """Number of paper pairs used both as a positive and as a negative pair (SciNCL A.8).
 

@@ -171,6 +171,14 @@ def papers_to_embed(data_dir: str | Path) -> dict[str, dict]:
     return papers
 
 
+def read_papers(data_dir: str | Path) -> dict:
+    """The papers to embed as :class:`sdr.corpus.Paper` (title and abstract; missing ones are empty)."""
+    from sdr.corpus import Paper
+
+    return {pid: Paper(pid, record.get("title") or "", record.get("abstract") or "")
+            for pid, record in papers_to_embed(data_dir).items()}
+
+
 def load_embeddings(embeddings: Mapping[str, np.ndarray] | str | Path) -> Mapping[str, np.ndarray]:
     """Accept ``{id: vector}`` or an embeddings JSONL path (see :mod:`sdr.evaluate.embeddings`)."""
     if isinstance(embeddings, (str, Path)):
