@@ -1,0 +1,154 @@
+"""Full-text paragraph retrieval (CoSaEmb, Singh & Singh, §5 and Table 6).
+
+"A section embedding is used as a query and embeddings from a candidate set are retrieved based on
+Euclidean distance. The candidate set is composed of other section texts from the same paper as well
+as other papers. We evaluate if [the] embeddings retrieve other section texts from the same paper."
+
+Recall@k here is the fraction of queries with at least one chunk of the same paper among their k
+nearest other chunks (the query itself excluded). The paper gives no code; this reading is the one
+consistent with its numbers (Recall@1 of 74.7 for SPECTER would be impossible if Recall@k were the
+share of *all* same-paper chunks found, since papers have several sections). Queries whose paper has
+no other chunk cannot succeed and are excluded and counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sdr.corpus import Paper
+from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
+from sdr.evaluate.ranking import l2_distances
+
+DEFAULT_KS = (1, 3)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable piece of full text: its id, the paper it belongs to, and the text."""
+
+    id: str
+    paper_id: str
+    text: str = ""
+    section: str = ""
+
+
+def chunks_from_papers(papers: Iterable[Paper], min_chars: int = 1) -> list[Chunk]:
+    """One chunk per non-empty section (``<paper_id>#<section index>``), as CoSaEmb's section texts."""
+    chunks = []
+    for paper in papers:
+        for index, section in enumerate(paper.sections):
+            text = section.text.strip()
+            if len(text) >= min_chars:
+                chunks.append(Chunk(f"{paper.paper_id}#{index}", paper.paper_id, text, section.heading))
+    return chunks
+
+
+def read_chunks(path: str | Path) -> list[Chunk]:
+    """JSONL ``{"id", "paper_id"[, "text", "section"]}`` → chunks (duplicate ids are an error)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: file not found")
+    chunks, seen = [], set()
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
+            if "id" not in record or "paper_id" not in record:
+                raise ValueError(f"{path}:{line_number}: expected keys 'id' and 'paper_id'")
+            key = str(record["id"])
+            if key in seen:
+                raise ValueError(f"{path}:{line_number}: duplicate chunk id {key!r}")
+            seen.add(key)
+            chunks.append(Chunk(key, str(record["paper_id"]), record.get("text", ""), record.get("section", "")))
+    if not chunks:
+        raise ValueError(f"{path}: no chunks in file")
+    return chunks
+
+
+def write_chunks(path: str | Path, chunks: Sequence[Chunk]) -> Path:
+    """Write chunks as the JSONL :func:`read_chunks` reads."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for c in chunks:
+            handle.write(json.dumps({"id": c.id, "paper_id": c.paper_id, "section": c.section, "text": c.text}) + "\n")
+    return path
+
+
+def evaluate(
+    embeddings: np.ndarray | Mapping[str, np.ndarray],
+    chunks: Sequence[Chunk] | Sequence[str],
+    ks: Sequence[int] = DEFAULT_KS,
+    block_size: int = 1024,
+    progress: bool = False,
+) -> dict:
+    """Recall@k of same-paper chunks: ``{"recall@1", "recall@3", "report": {...}}`` (fractions).
+
+    ``embeddings`` is an ``[n, d]`` array aligned with ``chunks`` (``Chunk`` objects or their paper
+    ids), or ``{chunk_id: vector}`` with ``Chunk`` objects (chunks without a vector are reported and
+    left out). Distances are computed in blocks of queries; ties keep the input order.
+    """
+    missing = MissingEmbeddings("paragraphs")
+    if isinstance(embeddings, Mapping):
+        if not chunks or not isinstance(chunks[0], Chunk):
+            raise ValueError("paragraphs: embeddings given by id need Chunk objects (with ids)")
+        found = set(missing.check([c.id for c in chunks], embeddings))
+        kept = [c for c in chunks if c.id in found]
+        vectors = np.stack([embeddings[c.id] for c in kept]) if kept else np.zeros((0, 1))
+        paper_ids = [c.paper_id for c in kept]
+        missing.warn()
+    else:
+        vectors = np.asarray(embeddings)
+        paper_ids = [c.paper_id if isinstance(c, Chunk) else str(c) for c in chunks]
+        if vectors.ndim != 2 or len(vectors) != len(paper_ids):
+            raise ValueError(f"paragraphs: {len(vectors)} embeddings for {len(paper_ids)} chunks")
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] < 1:
+        raise ValueError(f"paragraphs: ks must be positive integers, got {ks}")
+    papers = np.unique(paper_ids, return_inverse=True)[1]
+    sizes = Counter(papers.tolist())
+    queries = np.array([i for i in range(len(papers)) if sizes[papers[i]] > 1], dtype=np.int64)
+    if not len(queries):
+        raise ValueError("paragraphs: no paper has two chunks; nothing can be retrieved")
+    depth = min(max(ks), len(papers) - 1)
+    hits = {k: 0 for k in ks}
+    for start in tqdm(range(0, len(queries), block_size), desc="paragraph retrieval", disable=not progress):
+        block = queries[start : start + block_size]
+        distances = l2_distances(vectors[block], vectors)
+        distances[np.arange(len(block)), block] = np.inf  # never retrieve the query itself
+        nearest = np.argsort(distances, axis=1, kind="stable")[:, :depth]
+        same = papers[nearest] == papers[block][:, None]
+        for k in ks:
+            hits[k] += int(np.any(same[:, :k], axis=1).sum())
+    result = {f"recall@{k}": hits[k] / len(queries) for k in ks}
+    result["report"] = {
+        "chunks": len(papers),
+        "papers": len(sizes),
+        "queries": int(len(queries)),
+        "excluded_single_chunk_papers": int(sum(1 for n in sizes.values() if n == 1)),
+        "missing_embeddings": missing.report(),
+    }
+    return result
+
+
+def add_arguments(parser) -> None:
+    """Options of ``sdr evaluate paragraphs``."""
+    parser.add_argument("--chunks", required=True, help='JSONL {"id", "paper_id"} (one line per chunk)')
+    parser.add_argument("--embeddings", required=True, help="embeddings JSONL keyed by chunk id")
+    parser.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS), help="cut-offs (default 1 3)")
+
+
+def run(args) -> dict:
+    """``sdr evaluate paragraphs --chunks C --embeddings E`` → ``{"recall@1", "recall@3", "report"}``."""
+    return evaluate(read_embeddings(args.embeddings), read_chunks(args.chunks), ks=args.k)
