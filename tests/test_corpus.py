@@ -200,7 +200,7 @@ def test_s2orc_pdf_parses_fixture():
 
 
 def test_s2orc_bad_inputs():
-    with pytest.raises(ValueError, match=r"truncated\.jsonl:3: invalid JSON"):
+    with pytest.raises(ValueError, match=r"truncated\.jsonl:3: not valid JSON"):
         read_s2orc_metadata(FIXTURES / "bad" / "truncated.jsonl", progress=False)
     with pytest.raises(ValueError, match=r"s2orc_missing_id\.jsonl:2: missing 'paper_id'"):
         read_s2orc_metadata(FIXTURES / "bad" / "s2orc_missing_id.jsonl", progress=False)

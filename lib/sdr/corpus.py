@@ -7,10 +7,15 @@ synthetic generator (:mod:`sdr.synthetic`) produce the same objects.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from sdr.jsonio import open_text, read_jsonl, require_file
 
 INTENTS = ("background", "method", "result")
 
@@ -144,21 +149,12 @@ class CitationGraph:
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> "CitationGraph":
-        path = Path(path)
         graph = cls()
-        with path.open(encoding="utf-8") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    graph.add(record["citing"], record["cited"], record.get("intents", ()),
-                              record.get("context_counts"))
-                except (json.JSONDecodeError, KeyError) as error:
-                    raise ValueError(
-                        f"{path}:{line_number}: expected {{'citing', 'cited', 'intents', "
-                        f"'context_counts'}} ({error})"
-                    ) from None
+        expected = "{'citing', 'cited', 'intents', 'context_counts'} per line"
+        for line_number, record in read_jsonl(path, expected, allow_empty=True):
+            if "citing" not in record or "cited" not in record:
+                raise ValueError(f"{path}:{line_number}: expected {expected}, got keys {sorted(record)}")
+            graph.add(record["citing"], record["cited"], record.get("intents", ()), record.get("context_counts"))
         return graph
 
 
@@ -166,8 +162,6 @@ class CitationGraph:
 # Readers: SPECTER, SciRepEval, S2ORC and SciCite layouts; section-heading normalisation;
 # leakage audit.
 # ---------------------------------------------------------------------------------------------
-
-import re  # noqa: E402  (kept with the readers that use it)
 
 SECTION_KINDS = ("introduction", "related_work", "method", "results", "conclusion", "other")
 
@@ -200,12 +194,6 @@ def section_kind(heading: str) -> str:
         if any(keyword in text for keyword in keywords):
             return kind
     return "other"
-
-
-import gzip  # noqa: E402
-from collections import Counter  # noqa: E402
-
-from tqdm.auto import tqdm  # noqa: E402
 
 
 @dataclass
@@ -243,21 +231,10 @@ class ReadReport:
                 "counts": dict(self.counts), "examples": dict(self.examples)}
 
 
-def _open_text(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
-
-
-def _require_file(path: str | Path, what: str) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found; expected {what}")
-    return path
-
-
 def _load_json(path: str | Path, what: str):
     """Load a whole-JSON file; truncated or invalid JSON names the file, line, column and position."""
-    path = _require_file(path, what)
-    with _open_text(path) as handle:
+    path = require_file(path, what)
+    with open_text(path) as handle:
         text = handle.read()
     if not text.strip():
         raise ValueError(f"{path}: empty file; expected {what}")
@@ -268,29 +245,6 @@ def _load_json(path: str | Path, what: str):
             f"{path}: invalid JSON at line {error.lineno}, column {error.colno} (character {error.pos}): "
             f"{error.msg}; expected {what}"
         ) from None
-
-
-def _iter_jsonl(path: str | Path, what: str, progress: bool = False):
-    """Yield ``(line_number, record)`` of a JSONL file; errors name the file and line."""
-    path = _require_file(path, what)
-    seen_any = False
-    with _open_text(path) as handle:
-        for line_number, line in enumerate(tqdm(handle, desc=path.name, unit=" lines", disable=not progress),
-                                           start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: invalid JSON ({error.msg}, column {error.colno}); "
-                                 f"expected one object per line: {what}") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{line_number}: expected a JSON object ({what}), "
-                                 f"got {type(record).__name__}")
-            seen_any = True
-            yield line_number, record
-    if not seen_any:
-        raise ValueError(f"{path}: empty file; expected {what}")
 
 
 def _text(value) -> str:
@@ -356,7 +310,7 @@ def read_specter_metadata(path: str | Path, ids_path: str | Path | None = None) 
         report.read += 1
         papers[str(pid)] = _specter_paper(str(pid), record, path, report)
     if ids_path is not None:
-        ids_path = _require_file(ids_path, "one paper id per line")
+        ids_path = require_file(ids_path, "one paper id per line")
         ids = [line.strip() for line in ids_path.read_text(encoding="utf-8").splitlines() if line.strip()]
         if not ids:
             raise ValueError(f"{ids_path}: empty file; expected one paper id per line")
@@ -466,9 +420,9 @@ def read_scirepeval_triplets(
     (``corpus_id``, falling back to ``sha``) and shared between triplets. Missing abstracts
     (``null``) are counted; with ``require_abstract`` their triplets are skipped and counted.
     """
-    path = _require_file(path, "SciRepEval triplets [{'query', 'pos', 'neg'}]")
+    path = require_file(path, "SciRepEval triplets [{'query', 'pos', 'neg'}]")
     what = "triplet {'query': {...}, 'pos': {...}, 'neg': {...}} with title/abstract/corpus_id or sha"
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         head = handle.read(4096).lstrip()
     if not head:
         raise ValueError(f"{path}: empty file; expected {what}")
@@ -477,7 +431,7 @@ def read_scirepeval_triplets(
         records = ((index, record) for index, record in enumerate(data))
         where = "record"
     else:
-        records = _iter_jsonl(path, what, progress=progress)
+        records = read_jsonl(path, what, progress=progress)
         where = "line"
     report = ReadReport(source=str(path))
     papers: dict[str, Paper] = {}
@@ -558,7 +512,7 @@ def read_s2orc_metadata(
     papers: dict[str, Paper] = {}
     links: list[tuple[str, list, list]] = []
     dropped: set[str] = set()
-    for line_number, record in _iter_jsonl(path, what, progress=progress):
+    for line_number, record in read_jsonl(path, what, progress=progress):
         report.read += 1
         if record.get("paper_id") in (None, ""):
             raise ValueError(f"{path}:{line_number}: missing 'paper_id'; expected {what}")
@@ -635,7 +589,7 @@ def read_s2orc_pdf_parses(
     path = Path(path)
     report = ReadReport(source=str(path))
     sections_by_paper: dict[str, list[Section]] = {}
-    for line_number, record in _iter_jsonl(path, what, progress=progress):
+    for line_number, record in read_jsonl(path, what, progress=progress):
         report.read += 1
         if record.get("paper_id") in (None, ""):
             raise ValueError(f"{path}:{line_number}: missing 'paper_id'; expected {what}")
@@ -685,7 +639,7 @@ def read_scicite(path: str | Path) -> list[dict]:
     path = Path(path)
     what = "SciCite record {string, label, sectionName, citingPaperId, citedPaperId, ...}"
     records = []
-    for line_number, record in _iter_jsonl(path, what):
+    for line_number, record in read_jsonl(path, what):
         missing = [key for key in SCICITE_REQUIRED if record.get(key) in (None, "")]
         if missing:
             raise ValueError(f"{path}:{line_number}: missing {missing}; expected {what}")

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sdr.jsonio import read_jsonl
 from sdr.cfs3.matching import LabelledSentence
 from sdr.cfs3.phrases import FUNCTION_GROUPS, group_of
 
@@ -75,24 +76,17 @@ def read_labelled(path: str | Path, label_names: dict[int, str] | None = None) -
     if not path.is_file():
         raise FileNotFoundError(f"{path}: CFS3 JSONL not found")
     records: list[LabelledSentence] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{where}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("text"), str) or "label" not in record:
-                raise ValueError(f"{where}: expected an object with 'text' (string) and 'label'")
-            label = parse_label(record["label"], where)
-            name = record.get("label_name") or (label_names or {}).get(label, "")
-            ngram = record.get("ngram") or ""
-            if isinstance(ngram, list):
-                ngram = " ".join(map(str, ngram))
-            records.append(LabelledSentence(str(record.get("id", f"{path.stem}:{line_number}")), record["text"],
-                                            label, str(name), str(ngram), str(record.get("source", path.stem))))
+    for line_number, record in read_jsonl(path, "CFS3 JSONL {'text', 'label'}", allow_empty=True):
+        where = f"{path}:{line_number}"
+        if not isinstance(record.get("text"), str) or "label" not in record:
+            raise ValueError(f"{where}: expected an object with 'text' (string) and 'label'")
+        label = parse_label(record["label"], where)
+        name = record.get("label_name") or (label_names or {}).get(label, "")
+        ngram = record.get("ngram") or ""
+        if isinstance(ngram, list):
+            ngram = " ".join(map(str, ngram))
+        records.append(LabelledSentence(str(record.get("id", f"{path.stem}:{line_number}")), record["text"],
+                                        label, str(name), str(ngram), str(record.get("source", path.stem))))
     return records
 
 

@@ -16,7 +16,6 @@ Each reader returns :class:`Sentence` objects and a report of what it read and s
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -24,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
+
+from sdr.jsonio import read_jsonl, require_file
 
 
 @dataclass
@@ -54,24 +55,7 @@ class SentenceSplitter:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) of a JSONL file; a malformed line raises naming file and line."""
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
-            yield line_number, record
-
-
-def _require_file(path: str | Path, what: str) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: {what} not found")
-    return path
+    return read_jsonl(path, "one JSON object per line", allow_empty=True)
 
 
 def read_sentences_jsonl(
@@ -86,7 +70,7 @@ def read_sentences_jsonl(
     the document id and get ``meta["sentence_index"]``. Lines without an ``id``/``text`` string
     raise ``ValueError`` naming the file and line; empty texts are counted, not kept.
     """
-    path = _require_file(path, "sentence file ({'id', 'text'} JSONL)")
+    path = require_file(path, "sentence file ({'id', 'text'} JSONL)")
     splitter = splitter or (SentenceSplitter() if documents else None)
     sentences: list[Sentence] = []
     report = Counter()
@@ -157,11 +141,11 @@ def s2orc_sentences(
     papers read, kept and skipped per reason.
     """
     options = options or S2ORCFilter()
-    metadata_path = _require_file(metadata_path, "S2ORC metadata JSONL")
+    metadata_path = require_file(metadata_path, "S2ORC metadata JSONL")
     splitter = splitter or SentenceSplitter()
     body: dict[str, list[str]] = {}
     if pdf_parses_path is not None:
-        pdf_parses_path = _require_file(pdf_parses_path, "S2ORC pdf_parses JSONL")
+        pdf_parses_path = require_file(pdf_parses_path, "S2ORC pdf_parses JSONL")
         for line_number, record in _json_lines(pdf_parses_path):
             if "paper_id" not in record or not isinstance(record.get("body_text", []), list):
                 raise ValueError(f"{pdf_parses_path}:{line_number}: expected {{'paper_id', 'body_text': [...]}}")
@@ -215,7 +199,7 @@ def csabstruct_sentences(
     sentences: list[Sentence] = []
     report = Counter()
     for split in splits:
-        path = _require_file(directory / f"{split}.jsonl", f"CSAbstruct {split} split")
+        path = require_file(directory / f"{split}.jsonl", f"CSAbstruct {split} split")
         for line_number, record in tqdm(_json_lines(path), desc=f"CSAbstruct {split}", disable=not progress):
             texts, labels = record.get("sentences"), record.get("labels")
             if not isinstance(texts, list) or not isinstance(labels, list) or len(texts) != len(labels):

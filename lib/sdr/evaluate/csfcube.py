@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from sdr.jsonio import read_jsonl
 from sdr.corpus import Paper
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 from sdr.evaluate.ranking import (
@@ -425,29 +426,22 @@ def _make_paper(paper_id: str, title: str, sentences: list[str], labels: list[st
 
 def _read_abstracts_jsonl(path: Path) -> dict[str, Paper]:
     papers = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
-            for key in ("paper_id", "title", "abstract"):
-                if key not in record:
-                    raise ValueError(f"{path}:{line_number}: missing key {key!r}")
-            sentences = record["abstract"]
-            if isinstance(sentences, str):
-                sentences = [sentences]
-            labels = [_strip_label(x) for x in record.get("pred_labels", [])]
-            if labels and len(labels) != len(sentences):
-                raise ValueError(
-                    f"{path}:{line_number}: {len(sentences)} abstract sentences but {len(labels)} pred_labels"
-                )
-            year = (record.get("metadata") or {}).get("year")
-            papers[str(record["paper_id"])] = _make_paper(
-                record["paper_id"], record["title"], list(sentences), labels, year, path.name
+    for line_number, record in read_jsonl(path, 'abstracts-csfcube-preds.jsonl records', allow_empty=False):
+        for key in ("paper_id", "title", "abstract"):
+            if key not in record:
+                raise ValueError(f"{path}:{line_number}: missing key {key!r}")
+        sentences = record["abstract"]
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        labels = [_strip_label(x) for x in record.get("pred_labels", [])]
+        if labels and len(labels) != len(sentences):
+            raise ValueError(
+                f"{path}:{line_number}: {len(sentences)} abstract sentences but {len(labels)} pred_labels"
             )
+        year = (record.get("metadata") or {}).get("year")
+        papers[str(record["paper_id"])] = _make_paper(
+            record["paper_id"], record["title"], list(sentences), labels, year, path.name
+        )
     return papers
 
 

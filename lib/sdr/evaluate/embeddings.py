@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sdr.jsonio import read_jsonl
+
 ID_KEYS = ("paper_id", "doc_id", "id")
 
 
@@ -25,35 +27,26 @@ def read_embeddings(path: str | Path, dtype=np.float32) -> dict[str, np.ndarray]
     or a vector whose dimension differs from the first line's.
     """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: embeddings file not found")
     embeddings: dict[str, np.ndarray] = {}
     dimension = None
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
-            key = next((k for k in ID_KEYS if k in record), None)
-            if key is None or "embedding" not in record:
-                raise ValueError(
-                    f"{path}:{line_number}: expected keys 'paper_id' (or 'doc_id'/'id') and "
-                    f"'embedding', got {sorted(record)}"
-                )
-            vector = np.asarray(record["embedding"], dtype=dtype)
-            if vector.ndim != 1 or vector.size == 0:
-                raise ValueError(f"{path}:{line_number}: 'embedding' must be a non-empty list of numbers")
-            if dimension is None:
-                dimension = vector.size
-            elif vector.size != dimension:
-                raise ValueError(
-                    f"{path}:{line_number}: embedding has {vector.size} dimensions, "
-                    f"the first line had {dimension}"
-                )
-            embeddings[str(record[key])] = vector
+    for line_number, record in read_jsonl(path, "embeddings JSONL {'paper_id', 'embedding'}", allow_empty=True):
+        key = next((k for k in ID_KEYS if k in record), None)
+        if key is None or "embedding" not in record:
+            raise ValueError(
+                f"{path}:{line_number}: expected keys 'paper_id' (or 'doc_id'/'id') and "
+                f"'embedding', got {sorted(record)}"
+            )
+        vector = np.asarray(record["embedding"], dtype=dtype)
+        if vector.ndim != 1 or vector.size == 0:
+            raise ValueError(f"{path}:{line_number}: 'embedding' must be a non-empty list of numbers")
+        if dimension is None:
+            dimension = vector.size
+        elif vector.size != dimension:
+            raise ValueError(
+                f"{path}:{line_number}: embedding has {vector.size} dimensions, "
+                f"the first line had {dimension}"
+            )
+        embeddings[str(record[key])] = vector
     if not embeddings:
         raise ValueError(f"{path}: no embeddings in file")
     return embeddings

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from sdr.jsonio import read_jsonl
 from sdr.corpus import Paper
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 from sdr.evaluate.ranking import l2_distances
@@ -56,21 +57,14 @@ def read_chunks(path: str | Path) -> list[Chunk]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: file not found")
     chunks, seen = [], set()
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
-            if "id" not in record or "paper_id" not in record:
-                raise ValueError(f"{path}:{line_number}: expected keys 'id' and 'paper_id'")
-            key = str(record["id"])
-            if key in seen:
-                raise ValueError(f"{path}:{line_number}: duplicate chunk id {key!r}")
-            seen.add(key)
-            chunks.append(Chunk(key, str(record["paper_id"]), record.get("text", ""), record.get("section", "")))
+    for line_number, record in read_jsonl(path, "chunks JSONL {'id', 'paper_id', 'text'}", allow_empty=False):
+        if "id" not in record or "paper_id" not in record:
+            raise ValueError(f"{path}:{line_number}: expected keys 'id' and 'paper_id'")
+        key = str(record["id"])
+        if key in seen:
+            raise ValueError(f"{path}:{line_number}: duplicate chunk id {key!r}")
+        seen.add(key)
+        chunks.append(Chunk(key, str(record["paper_id"]), record.get("text", ""), record.get("section", "")))
     if not chunks:
         raise ValueError(f"{path}: no chunks in file")
     return chunks

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -40,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sdr.jsonio import read_jsonl
 from sdr.evaluate.embeddings import MissingEmbeddings
 from sdr.evaluate.scidocs import load_embeddings, trec_metrics
 
@@ -96,33 +96,26 @@ def read_registry(path: str | Path) -> list[Task]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: SciRepEval task registry not found")
     tasks: list[Task] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
-            where = f"{path}:{line_number}"
-            for key in ("name", "type", "data", "metrics"):
-                if key not in record:
-                    raise ValueError(f"{where}: task lacks {key!r} (expected name, type, data, metrics)")
-            if record["type"] not in TASK_TYPES:
-                raise ValueError(f"{where}: task {record['name']!r} has type {record['type']!r}; "
-                                 f"expected one of {TASK_TYPES}")
-            data = record["data"]
-            if not isinstance(data, dict) or not data.get("test") and not data.get("meta"):
-                raise ValueError(f"{where}: task {record['name']!r}: 'data' needs 'test' (or 'meta')")
-            if not isinstance(record["metrics"], list) or not record["metrics"]:
-                raise ValueError(f"{where}: task {record['name']!r}: 'metrics' must be a non-empty list")
-            for run in record.get("few_shot", []):
-                if not {"sample_size", "iterations"} <= set(run):
-                    raise ValueError(f"{where}: task {record['name']!r}: few_shot entries need "
-                                     f"'sample_size' and 'iterations'")
-            tasks.append(Task(record["name"], record["type"], data, list(record["metrics"]),
-                              list(record.get("few_shot", [])), bool(record.get("multi_label", False)),
-                              record))
+    for line_number, record in read_jsonl(path, "SciRepEval task registry (one task per line)", allow_empty=True):
+        where = f"{path}:{line_number}"
+        for key in ("name", "type", "data", "metrics"):
+            if key not in record:
+                raise ValueError(f"{where}: task lacks {key!r} (expected name, type, data, metrics)")
+        if record["type"] not in TASK_TYPES:
+            raise ValueError(f"{where}: task {record['name']!r} has type {record['type']!r}; "
+                             f"expected one of {TASK_TYPES}")
+        data = record["data"]
+        if not isinstance(data, dict) or not data.get("test") and not data.get("meta"):
+            raise ValueError(f"{where}: task {record['name']!r}: 'data' needs 'test' (or 'meta')")
+        if not isinstance(record["metrics"], list) or not record["metrics"]:
+            raise ValueError(f"{where}: task {record['name']!r}: 'metrics' must be a non-empty list")
+        for run in record.get("few_shot", []):
+            if not {"sample_size", "iterations"} <= set(run):
+                raise ValueError(f"{where}: task {record['name']!r}: few_shot entries need "
+                                 f"'sample_size' and 'iterations'")
+        tasks.append(Task(record["name"], record["type"], data, list(record["metrics"]),
+                          list(record.get("few_shot", [])), bool(record.get("multi_label", False)),
+                          record))
     if not tasks:
         raise ValueError(f"{path}: no tasks in registry")
     return tasks
@@ -158,16 +151,7 @@ def read_rows(path: Path) -> list[dict]:
     if path.suffix == ".csv":
         with path.open(encoding="utf-8", newline="") as handle:
             return list(csv.DictReader(handle))
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
-    return rows
+    return [record for _, record in read_jsonl(path, "one JSON object per row", allow_empty=True)]
 
 
 def _require(row: dict, keys: Iterable[str], path: Path, index: int) -> None:

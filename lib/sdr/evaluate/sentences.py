@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sdr.jsonio import read_jsonl
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 
 # data/cf-sentence-dataset/convert.py of kaisugi/rhetorical_aspect_embeddings
@@ -44,16 +45,7 @@ class LabelledSentence:
 
 
 def _jsonl(path: Path):
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: file not found")
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield line_number, json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg})") from None
+    return read_jsonl(path, "one JSON object per line", allow_empty=True)
 
 
 def read_csabstruct(path: str | Path) -> list[LabelledSentence]:

@@ -46,7 +46,7 @@ def write_scirepeval(
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     writer = _Writer(out_dir, corpus)
-    papers, graph = corpus.papers, corpus.graph
+    papers = corpus.papers
     ids = sorted(papers)
     builders = [
         _fos, _mesh, _biomimicry, _citation_count, _publication_year, _same_author, _influential,
