@@ -401,3 +401,11 @@ def test_given_triplets_keep_ids_papers_and_kind():
     assert [(t.query, t.positive, t.negative, t.kind, t.margin) for t in triplets] == \
         [("q", "p", "n", "real", 2.0), ("q", "p", "n2", "real", 2.0)]
     assert sorted(papers) == ["n", "n2", "p", "q"] and papers["n2"].title == "title n2"
+
+
+@pytest.mark.parametrize("sampler", ["specter_triplets", "undirected_triplets", "contrastive_examples"])
+def test_empty_graph_is_a_clear_error(sampler):
+    import sdr.samplers
+
+    with pytest.raises(ValueError, match=f"{sampler}: the citation graph has no edges"):
+        getattr(sdr.samplers, sampler)(CitationGraph(), progress=False, verbose=False)

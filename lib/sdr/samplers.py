@@ -278,6 +278,12 @@ def graph_pools(
     )
 
 
+def _require_edges(graph: CitationGraph, method: str) -> None:
+    if len(graph) == 0:
+        raise ValueError(f"{method}: the citation graph has no edges, so there is nothing to sample "
+                         "positives from; check the reader's report for skipped records")
+
+
 def _query_order(graph: CitationGraph, query_ids: Iterable[str] | None) -> list[str]:
     if query_ids is None:
         return sorted(graph.nodes)
@@ -321,6 +327,7 @@ def _graph_triplets(
     progress: bool,
     verbose: bool,
 ) -> tuple[list[Triplet], SamplingReport]:
+    _require_edges(graph, method)
     rng = np.random.default_rng(seed)
     pool = _CandidatePool(graph.nodes if candidates is None else candidates)
     authors = _author_sets(papers)
@@ -485,6 +492,7 @@ def contrastive_examples(
     (2 of 5 as in Exp. 1; missing ones filled with easy), the rest easy. Exp. 2.1.2 "1 positive,
     3 easy negatives" is ``n_negatives=3, n_hard=0``. ``examples_per_query`` instances per query.
     """
+    _require_edges(graph, "contrastive_examples")
     if n_positives < 1 or n_negatives < 0 or not 0 <= n_hard <= n_negatives or examples_per_query < 1:
         raise ValueError(
             "contrastive_examples: need n_positives >= 1, 0 <= n_hard <= n_negatives, examples_per_query >= 1; "
