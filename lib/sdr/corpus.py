@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from sdr.jsonio import open_text, read_jsonl, require_file
+from sdr.jsonio import load_json, open_text, read_jsonl, require_file
 
 INTENTS = ("background", "method", "result")
 
@@ -231,22 +231,6 @@ class ReadReport:
                 "counts": dict(self.counts), "examples": dict(self.examples)}
 
 
-def _load_json(path: str | Path, what: str):
-    """Load a whole-JSON file; truncated or invalid JSON names the file, line, column and position."""
-    path = require_file(path, what)
-    with open_text(path) as handle:
-        text = handle.read()
-    if not text.strip():
-        raise ValueError(f"{path}: empty file; expected {what}")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"{path}: invalid JSON at line {error.lineno}, column {error.colno} (character {error.pos}): "
-            f"{error.msg}; expected {what}"
-        ) from None
-
-
 def _text(value) -> str:
     return value.strip() if isinstance(value, str) else ""
 
@@ -301,7 +285,7 @@ def read_specter_metadata(path: str | Path, ids_path: str | Path | None = None) 
     ids without metadata and metadata not listed are counted in the report.
     """
     path = Path(path)
-    data = _load_json(path, "SPECTER metadata {paper_id: {title, abstract}}")
+    data = load_json(path, "SPECTER metadata {paper_id: {title, abstract}}")
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object {{paper_id: {{title, abstract}}}}, got {type(data).__name__}")
     report = ReadReport(source=str(path))
@@ -340,10 +324,10 @@ def read_specter_training(directory: str | Path, require_metadata: bool = False,
         raise FileNotFoundError(f"{directory}: directory not found; expected SPECTER's training layout "
                                 "(data.json, metadata.json, train.txt, val.txt, test.txt)")
     data_path, metadata_path = directory / "data.json", directory / "metadata.json"
-    data = _load_json(data_path, "SPECTER citation data {query_id: {candidate_id: {'count': 5 or 1}}}")
+    data = load_json(data_path, "SPECTER citation data {query_id: {candidate_id: {'count': 5 or 1}}}")
     if not isinstance(data, dict) or not data:
         raise ValueError(f"{data_path}: expected a non-empty object {{query_id: {{candidate_id: {{'count': 5|1}}}}}}")
-    metadata = _load_json(metadata_path, "SPECTER metadata {paper_id: {title, abstract}}")
+    metadata = load_json(metadata_path, "SPECTER metadata {paper_id: {title, abstract}}")
     if not isinstance(metadata, dict):
         raise ValueError(f"{metadata_path}: expected a JSON object {{paper_id: {{title, abstract}}}}")
     report = ReadReport(source=str(directory))
@@ -427,7 +411,7 @@ def read_scirepeval_triplets(
     if not head:
         raise ValueError(f"{path}: empty file; expected {what}")
     if head.startswith("["):
-        data = _load_json(path, f"a JSON list of {what}")
+        data = load_json(path, f"a JSON list of {what}")
         records = ((index, record) for index, record in enumerate(data))
         where = "record"
     else:

@@ -26,6 +26,20 @@ def require_file(path: str | Path, what: str) -> Path:
     return path
 
 
+def load_json(path: str | Path, what: str = "a JSON document"):
+    """Load a whole JSON file; invalid JSON names the file, line, column and character position."""
+    path = require_file(path, what)
+    with open_text(path) as handle:
+        text = handle.read()
+    if not text.strip():
+        raise ValueError(f"{path}: empty file; expected {what}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}, character "
+                         f"{error.pos}: {error.msg}); expected {what}") from None
+
+
 def read_jsonl(path: str | Path, what: str = "one JSON object per line", progress: bool = False,
                allow_empty: bool = False) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, record)`` of a JSONL file; blank lines are skipped.

@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sdr.jsonio import load_json
+
 PHRASEBANK_PAGES: tuple[str, ...] = (
     "introducing-work",
     "referring-to-sources",
@@ -305,10 +307,7 @@ def read_phrasebank(directory: str | Path, repair_glued: bool = True, table_cell
     label = 0
     for page in PHRASEBANK_PAGES:
         path = directory / f"{page}.json"
-        try:
-            sections = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
+        sections = load_json(path, "an Academic Phrasebank page (a JSON list of function sections)")
         if not isinstance(sections, list):
             raise ValueError(f"{path}: expected a JSON list of function sections, got {type(sections).__name__}")
         for index, section in enumerate(sections):

@@ -10,11 +10,11 @@ the n-gram file's exact layout is unseen: :func:`read_ngram_dict` accepts the pl
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sdr.jsonio import load_json
 from sdr.cfs3.dataset import parse_label, read_labelled
 from sdr.cfs3.matching import LabelledSentence
 from sdr.cfs3.ngrams import Ngram, NgramDictionary
@@ -43,10 +43,7 @@ def read_ngram_dict(path: str | Path) -> dict[Ngram, int]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: n-gram dictionary not found")
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error.msg})") from None
+    payload = load_json(path, "CFS3's 5gram_dict.json")
     pairs: list[tuple[Ngram, int]] = []
     if isinstance(payload, dict) and "ngrams" in payload and isinstance(payload["ngrams"], dict):
         payload = payload["ngrams"]  # our own NgramDictionary.to_json layout

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from sdr.jsonio import read_jsonl
+from sdr.jsonio import load_json, read_jsonl
 from sdr.corpus import Paper
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 from sdr.evaluate.ranking import (
@@ -68,12 +68,7 @@ def ranked_path(rankings_dir: str | Path, name: str, facet: str) -> Path:
 
 
 def _load_json(path: Path):
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: file not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    return load_json(path, "a CSFCube JSON file")
 
 
 def read_annotations(data_dir: str | Path, facet: str) -> dict[str, dict[str, int]]:

@@ -16,12 +16,12 @@ All fields are scored in one ``pytrec_eval`` call.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
+from sdr.jsonio import load_json
 from sdr.evaluate.embeddings import MissingEmbeddings
 from sdr.evaluate.scidocs import l2_run, load_embeddings
 
@@ -47,10 +47,7 @@ def read_benchmark(path: str | Path) -> dict[str, dict[str, dict[str, list[str]]
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: MDCR split not found")
-    try:
-        benchmark = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    benchmark = load_json(path, "an MDCR split {field: {query_id: {type: [ids]}}}")
     if not isinstance(benchmark, dict) or not benchmark:
         raise ValueError(f"{path}: expected a JSON object {{field: {{query_id: {{type: [ids]}}}}}}")
     for field, queries in benchmark.items():
@@ -95,10 +92,7 @@ def read_scores(path: str | Path) -> dict[str, float]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: scores file not found")
-    try:
-        scores = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    scores = load_json(path, 'a scores file {"qid_cid": score}')
     if not isinstance(scores, dict):
         raise ValueError(f"{path}: expected a JSON object {{\"qid_cid\": score}}")
     for key, value in scores.items():

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sdr.jsonio import load_json
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 
 PROXIMITY_TASKS = {"co-view": "coview", "co-read": "coread", "cite": "cite", "co-cite": "cocite"}
@@ -151,8 +152,6 @@ def papers_to_embed(data_dir: str | Path) -> dict[str, dict]:
     (``paper_metadata_{mag_mesh,view_cite_read,recomm}.json``, as the SciDocs README instructs),
     ``{paper_id: {"title", "abstract", …}}``.  Missing metadata files are skipped (recomm is optional);
     none at all raises ``FileNotFoundError``."""
-    import json
-
     paths = ScidocsPaths(Path(data_dir))
     papers: dict[str, dict] = {}
     found = False
@@ -160,10 +159,7 @@ def papers_to_embed(data_dir: str | Path) -> dict[str, dict]:
         if not path.exists():
             continue
         found = True
-        try:
-            records = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+        records = load_json(path, "SciDocs paper metadata {paper_id: {title, abstract, ...}}")
         for pid, record in records.items():
             papers.setdefault(str(pid), record)
     if not found:
