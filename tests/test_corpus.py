@@ -6,7 +6,6 @@ worked out by hand from them); the ``shared_data`` tests read the real files in 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -25,17 +24,6 @@ from sdr.corpus import (
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "fixtures"
-
-
-@pytest.fixture(scope="module")
-def shared_data() -> Path:
-    value = os.environ.get("SDR_DATA")
-    if not value:
-        pytest.skip("SDR_DATA is not set: the real-data reader tests need the shared data mirror")
-    path = Path(value)
-    if not path.is_dir():
-        pytest.skip(f"SDR_DATA={value} is not a directory")
-    return path
 
 
 def _edges(graph: CitationGraph) -> set[tuple[str, str]]:

@@ -149,15 +149,9 @@ def _chapter_command(args) -> int:
 # ------------------------------------------------------------------------------------------ data sources
 def shared_data_dir() -> Path | None:
     """Where real data is: ``$SDR_DATA`` when set and present, else the download cache if it has data."""
-    value = os.environ.get("SDR_DATA")
-    if value and Path(value).is_dir():
-        return Path(value)
-    try:
-        from sdr import datasets
-    except ImportError:  # pragma: no cover - datasets is part of the package
-        return None
-    root = getattr(datasets, "data_root", None)
-    return root() if root else None
+    from sdr import datasets
+
+    return datasets.data_root()
 
 
 def real_data_file(relative: str, use_real_data: bool = True) -> Path | None:

@@ -278,6 +278,15 @@ def graph_pools(
     )
 
 
+def _finish(report: SamplingReport, examples: list, verbose: bool) -> tuple[list, SamplingReport]:
+    """Count the examples and their collisions, print the report when asked, return both."""
+    report.examples = len(examples)
+    report.collisions = count_collisions(examples)
+    if verbose:
+        print(report)
+    return examples, report
+
+
 def _require_edges(graph: CitationGraph, method: str) -> None:
     if len(graph) == 0:
         raise ValueError(f"{method}: the citation graph has no edges, so there is nothing to sample "
@@ -375,11 +384,7 @@ def _graph_triplets(
         report.queries_used += 1
         report.hard_negatives += len(hard)
         report.easy_negatives += len(easy)
-    report.examples = len(triplets)
-    report.collisions = count_collisions(triplets)
-    if verbose:
-        print(report)
-    return triplets, report
+    return _finish(report, triplets, verbose)
 
 
 # ---------------------------------------------------------------------------------- graph samplers
@@ -541,11 +546,7 @@ def contrastive_examples(
         report.queries_used += 1
         report.oversampled_queries += int(oversampled)
         report.hard_short_queries += int(short_hard)
-    report.examples = len(examples)
-    report.collisions = count_collisions(examples)
-    if verbose:
-        print(report)
-    return examples, report
+    return _finish(report, examples, verbose)
 
 
 # ------------------------------------------------------------------------------- SciNCL kNN bands
@@ -670,11 +671,7 @@ def knn_band_triplets(
             report.queries_used += 1
             report.hard_negatives += len(hard)
             report.easy_negatives += len(easy)
-    report.examples = len(triplets)
-    report.collisions = count_collisions(triplets)
-    if verbose:
-        print(report)
-    return triplets, report
+    return _finish(report, triplets, verbose)
 
 
 def given_triplets(paper_triplets: Iterable[tuple[Paper, Paper, Paper]], kind: str = "given",
