@@ -1,0 +1,583 @@
+"""CoSaEmb (Singh & Singh): contrastive section-aware aspect embeddings from full text.
+
+What makes the method *this* method, built from the shared modules:
+
+* :func:`cosaemb_aspect` — the paper's heading rule (§4 "Training Dataset"): keyword matching puts a
+  section heading into Introduction, Related Works, Method, Results or Conclusion, and **every heading
+  that matches nothing goes to Methods**. It differs from :func:`sdr.corpus.section_kind`, which has an
+  ``other`` class; both exist, named for what they do.
+* :class:`Chunker` — §3.3.1: a section is split at sentence boundaries into chunks that fit the encoder
+  (512 tokens in the paper); the first chunk is ``[TTL] title [SEP] [INTR] l1 … li`` (the section's own
+  token), every later chunk repeats the previous chunk's last sentence: ``[INTR] li [INTR] li+1 … lj``.
+  The abstract input is ``[TTL] title [SEP] [ABS] abstract``. :data:`SPECIAL_TOKENS` are the seven tokens
+  added to the tokenizer (:meth:`sdr.encoders.Encoder.add_special_tokens`).
+* :func:`cosaemb_triplets` — the three triplet kinds of §3.3 and eqs. 2-4, 8, 9:
+
+  ======== ============================== ============================ ============================
+  kind     query                          positive                     negative
+  ======== ============================== ============================ ============================
+  local    chunk i+1 of a section (eq. 2) chunk i of the same section  abstract of a paper it cites
+  local    chunk i (eq. 9)                chunk i+1                    abstract of a paper it cites
+  global   first chunk of a section (3)   the paper's own abstract     abstract of a paper it cites
+  global   the paper's abstract (eq. 8)   first chunk of a section     abstract of a paper it cites
+  inter    abstract (eq. 4, SPECTER's)    abstract of a cited paper    abstract of a paper not cited
+  ======== ============================== ============================ ============================
+
+  Triplet texts are not all papers here, so every text gets an id: a paper id stands for its abstract
+  input (so SPECTER's sampler is reused as it is) and ``<paper_id>#<section>.<chunk>`` for a chunk; the
+  returned ``texts`` maps ids to inputs, which is what :class:`sdr.train.TripletObjective` expects.
+* :data:`PAPER_MARGINS` — margin gradation (eq. 5, §3.4): squared L2 distance with margin
+  inter 1 < global 2 < local 3; :data:`MARGIN_RUNS` are the paper's four settings (§4 and Table 6).
+* :data:`PAPER_TRAINING` — SciBERT, 2 epochs, slanted-triangular schedule, lr 2e-5, 10 % warm-up, batch 32.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from sdr.corpus import CitationGraph, Paper
+from sdr.losses import TripletMarginLoss
+from sdr.samplers import Triplet, specter_triplets
+from sdr.train import TripletObjective
+
+__all__ = [
+    "ASPECTS",
+    "ASPECT_NAMES",
+    "ASPECT_TOKENS",
+    "FACET_TOKENS",
+    "SPECIAL_TOKENS",
+    "PAPER_MARGINS",
+    "MARGIN_RUNS",
+    "PAPER_TRAINING",
+    "cosaemb_aspect",
+    "aspect_distribution",
+    "regex_sentences",
+    "pysbd_sentences",
+    "Chunk",
+    "ChunkingReport",
+    "Chunker",
+    "TripletReport",
+    "cosaemb_triplets",
+    "with_margins",
+    "cosaemb_objective",
+    "counts_tables",
+    "facet_query_text",
+    "triplet_distances",
+]
+
+# ------------------------------------------------------------------------------------ aspects, tokens
+ASPECTS = ("introduction", "related_work", "method", "results", "conclusion")
+ASPECT_NAMES = {"introduction": "Introduction", "related_work": "Related Works", "method": "Method",
+                "results": "Results", "conclusion": "Conclusion"}
+"""The paper's names (Table 2)."""
+
+TITLE_TOKEN, ABSTRACT_TOKEN = "[TTL]", "[ABS]"
+ASPECT_TOKENS = {"introduction": "[INTR]", "related_work": "[RW]", "method": "[MET]", "results": "[RES]",
+                 "conclusion": "[CONC]"}
+SPECIAL_TOKENS = (TITLE_TOKEN, ABSTRACT_TOKEN, *ASPECT_TOKENS.values())
+"""The seven tokens added to the tokenizer (§3.3.1-3.3.2)."""
+
+FACET_TOKENS = {"background": ("[INTR]", "[RW]"), "method": ("[MET]",), "result": ("[RES]",)}
+"""CSFCube query tokens per facet (§5): background [INTR] and [RW], method [MET], result [RES]."""
+
+PAPER_MARGINS = {"inter": 1.0, "global": 2.0, "local": 3.0}
+"""Margin gradation m_ti < m_tg < m_ts, the paper's best setting (§4 Training Details)."""
+
+MARGIN_RUNS = {
+    "graded (1, 2, 3)": {"inter": 1.0, "global": 2.0, "local": 3.0},
+    "flat (1, 1, 1)": {"inter": 1.0, "global": 1.0, "local": 1.0},
+    "graded (0.5, 1, 1.5)": {"inter": 0.5, "global": 1.0, "local": 1.5},
+    "graded (2, 4, 6)": {"inter": 2.0, "global": 4.0, "local": 6.0},
+}
+"""The paper's ablation (§4) plus the flat setting of Table 6 ("w/o margin gradation")."""
+
+PAPER_TRAINING = {"model": "allenai/scibert_scivocab_uncased", "max_length": 512, "epochs": 2,
+                  "batch_size": 32, "learning_rate": 2e-5, "schedule": "slanted_triangular",
+                  "warmup_ratio": 0.1}
+"""§4 Training Details (three V100s; the split of the batch of 32 over them is not given)."""
+
+_HEADING_NUMBER = re.compile(r"^\s*(?:(?:\d+|[IVXLC]+|[A-Z])(?:\.\s?\d+)*\.?\)?\s+)")
+# Seed keywords per aspect. The paper took its keywords from the 25,482 headings Chakraborty et al. (2016)
+# sorted into the five classes; that list is not public, so these are ours. The keyword that occurs
+# EARLIEST in the heading decides ("Results and Discussion" → results, "Discussion and Conclusions" →
+# conclusion, "Materials and Methods" → method); a heading without any keyword is a Method section.
+_ASPECT_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "introduction": ("introduc", "motivation", "preface"),
+    "related_work": ("related work", "related research", "related stud", "related literature", "background",
+                     "prior work", "previous work", "previous stud", "literature", "state of the art",
+                     "state-of-the-art"),
+    "method": ("method", "approach", "material", "model", "algorithm", "framework", "architecture",
+               "procedure", "design", "implementation", "setup", "set-up", "setting"),
+    "results": ("result", "experiment", "evaluation", "finding", "performance", "empirical", "comparison",
+                "case stud", "analysis of results"),
+    "conclusion": ("conclu", "discussion", "summary", "future work", "closing remark", "outlook",
+                   "final remark"),
+}
+_KEYWORD_PATTERN = re.compile("|".join(
+    re.escape(k) for k in sorted({k for ks in _ASPECT_KEYWORDS.values() for k in ks}, key=len, reverse=True)))
+_KEYWORD_ASPECT = {k: aspect for aspect, ks in _ASPECT_KEYWORDS.items() for k in ks}
+
+
+def cosaemb_aspect(heading: str | None) -> str:
+    """CoSaEmb's heading rule: one of :data:`ASPECTS`; headings that match no keyword are ``"method"``.
+
+    Numbering ("3.2 Results", "III. RELATED WORK") is stripped and case ignored. The earliest keyword
+    in the heading wins; "Experimental Setup" is a results heading (its first keyword is "experiment").
+    Empty headings, "Acknowledgements", "Appendix" and topical headings ("DNA extraction") all go to
+    Methods, as the paper says unmatched headings do.
+    """
+    text = _HEADING_NUMBER.sub("", heading if isinstance(heading, str) else "").strip().lower()
+    match = _KEYWORD_PATTERN.search(text)
+    return _KEYWORD_ASPECT[match.group(0)] if match else "method"
+
+
+def cosaemb_aspect_matched(heading: str | None) -> bool:
+    """Whether a keyword matched (False: the heading went to Methods by default)."""
+    text = _HEADING_NUMBER.sub("", heading if isinstance(heading, str) else "").strip().lower()
+    return _KEYWORD_PATTERN.search(text) is not None
+
+
+def aspect_distribution(headings: Iterable[str | None]) -> pd.DataFrame:
+    """How headings distribute over the five aspects: per distinct heading (case-folded) and per occurrence.
+
+    Columns: ``distinct headings``, ``of which by default`` (no keyword matched → Methods),
+    ``occurrences``; one row per aspect in :data:`ASPECTS` order, with the paper's names.
+    """
+    occurrences: Counter = Counter()
+    for heading in headings:
+        occurrences[(heading if isinstance(heading, str) else "").strip().lower()] += 1
+    rows = {aspect: {"distinct headings": 0, "of which by default": 0, "occurrences": 0} for aspect in ASPECTS}
+    for heading, count in occurrences.items():
+        aspect = cosaemb_aspect(heading)
+        rows[aspect]["distinct headings"] += 1
+        rows[aspect]["of which by default"] += int(not cosaemb_aspect_matched(heading))
+        rows[aspect]["occurrences"] += count
+    table = pd.DataFrame(rows).T
+    table.index = [ASPECT_NAMES[a] for a in table.index]
+    table.index.name = "aspect"
+    return table
+
+
+# ------------------------------------------------------------------------------------ sentences
+# A period ends a sentence unless it closes a common abbreviation; "et al." and "Fig." stay inside.
+_ABBREVIATIONS = ("et al", "e.g", "i.e", "fig", "figs", "eq", "eqs", "cf", "vs", "sec", "tab", "no", "approx",
+                  "resp", "dr", "mr", "ms", "prof", "st", "vol", "pp", "ref", "refs")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def regex_sentences(text: str) -> list[str]:
+    """Fast rule-based sentence split: ``.``/``!``/``?`` + space + capital or digit, not after an abbreviation."""
+    text = " ".join(text.split())
+    if not text:
+        return []
+    sentences, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        before = text[start:match.start()].rstrip(".!?\"')]").lower()
+        if any(before.endswith(" " + a) or before == a for a in _ABBREVIATIONS) or re.search(r"\b[a-z]$", before):
+            continue  # "et al. Smith", "Fig. 3", an initial "J. Smith"
+        sentences.append(text[start:match.start()].strip())
+        start = match.end()
+    sentences.append(text[start:].strip())
+    return [s for s in sentences if s]
+
+
+_PYSBD = None
+
+
+def pysbd_sentences(text: str) -> list[str]:
+    """pysbd's English segmenter (slower; what the paper-scale profile uses)."""
+    global _PYSBD
+    if _PYSBD is None:
+        import pysbd
+
+        _PYSBD = pysbd.Segmenter(language="en", clean=False)
+    return [s.strip() for s in _PYSBD.segment(" ".join(text.split())) if s.strip()]
+
+
+SENTENCE_SPLITTERS = {"regex": regex_sentences, "pysbd": pysbd_sentences}
+
+
+# ------------------------------------------------------------------------------------ chunking
+@dataclass(frozen=True)
+class Chunk:
+    """One encoder input cut from a section: ``id`` = ``<paper_id>#<section index>.<chunk index>``.
+
+    ``sentences`` are the chunk's sentences (the first one repeated from the previous chunk when
+    ``carried``); ``text`` is the formatted input with the section token (and the title in chunk 0).
+    """
+
+    id: str
+    paper_id: str
+    section_index: int
+    heading: str
+    aspect: str
+    position: int
+    sentences: tuple[str, ...]
+    text: str
+    carried: bool = False
+
+
+@dataclass
+class ChunkingReport:
+    """What the chunker did; nothing is dropped without being counted here."""
+
+    papers: int = 0
+    papers_without_sections: int = 0
+    sections: int = 0
+    sections_empty: int = 0  # no sentence at all: no chunk
+    chunks: int = 0
+    sentences: int = 0
+    sentences_cut: int = 0  # longer than a chunk on their own: cut into pieces at word boundaries
+    carry_dropped: int = 0  # the previous last sentence did not fit with the next one: not repeated
+    max_tokens: int = 0  # longest chunk, in tokens (with the tokenizer's own [CLS]/[SEP])
+    sections_by_aspect: Counter = field(default_factory=Counter)
+    chunks_by_aspect: Counter = field(default_factory=Counter)
+
+    def __str__(self) -> str:
+        return (f"chunker: {self.papers} papers ({self.papers_without_sections} without sections), "
+                f"{self.sections} sections ({self.sections_empty} empty), {self.chunks} chunks of at most "
+                f"{self.max_tokens} tokens from {self.sentences} sentences; {self.sentences_cut} over-long "
+                f"sentences cut at word boundaries; carry-over sentence left out {self.carry_dropped} times "
+                "because it did not fit with the next sentence.")
+
+
+class Chunker:
+    """Cuts sections into CoSaEmb inputs of at most ``max_length`` tokens (§3.3.1).
+
+    ``tokenizer`` must already hold :data:`SPECIAL_TOKENS` (``Encoder.add_special_tokens``) so that each
+    counts as one token. Lengths include the tokenizer's own ``[CLS]``/``[SEP]``: every chunk is encoded
+    whole, never truncated. ``sep`` is the tokenizer's separator (``[SEP]`` for BERT models).
+    """
+
+    def __init__(self, tokenizer, max_length: int, sep: str | None = None,
+                 split_sentences: Callable[[str], list[str]] | str = "regex"):
+        missing = [t for t in SPECIAL_TOKENS if t not in tokenizer.get_vocab()]
+        if missing:
+            raise ValueError(f"Chunker: the tokenizer lacks the CoSaEmb tokens {missing}; call "
+                             "Encoder.add_special_tokens(cosaemb.SPECIAL_TOKENS) first")
+        self.tokenizer = tokenizer
+        self.max_length = int(max_length)
+        self.sep = sep if sep is not None else (tokenizer.sep_token or " ")
+        if isinstance(split_sentences, str):
+            if split_sentences not in SENTENCE_SPLITTERS:
+                raise ValueError(f"unknown sentence splitter {split_sentences!r}; have {sorted(SENTENCE_SPLITTERS)}")
+            split_sentences = SENTENCE_SPLITTERS[split_sentences]
+        self.split_sentences = split_sentences
+        self.report = ChunkingReport()
+        # [CLS] and [SEP] that the tokenizer adds around every input
+        self._frame = len(tokenizer("", add_special_tokens=True)["input_ids"])
+        self._token_costs: dict[str, int] = {}
+
+    # -------------------------------------------------------------- texts
+    def n_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as the encoder sees it (with [CLS]/[SEP])."""
+        return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+
+    def _pieces(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def abstract_text(self, paper: Paper) -> str:
+        """``[TTL] title [SEP] [ABS] abstract`` (eq. 3's p^abs)."""
+        return f"{TITLE_TOKEN} {paper.title} {self.sep} {ABSTRACT_TOKEN} {paper.abstract}".strip()
+
+    def first_prefix(self, paper: Paper, aspect: str) -> str:
+        return f"{TITLE_TOKEN} {paper.title} {self.sep} {ASPECT_TOKENS[aspect]}"
+
+    @staticmethod
+    def later_text(token: str, carried: str | None, sentences: Sequence[str]) -> str:
+        """``[INTR] l_i [INTR] l_i+1 … l_j`` (the carried sentence, then the chunk's own)."""
+        body = " ".join(sentences)
+        return f"{token} {carried} {token} {body}" if carried is not None else f"{token} {body}"
+
+    # -------------------------------------------------------------- chunking
+    def _piece_counts(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+    def _cut(self, sentence: str, budget: int) -> list[str]:
+        """An over-long sentence in word-boundary pieces of at most ``budget`` tokens."""
+        pieces, current = [], []
+        for word in sentence.split():
+            if current and self._pieces(" ".join(current + [word])) > budget:
+                pieces.append(" ".join(current))
+                current = []
+            current.append(word)
+        if current:
+            pieces.append(" ".join(current))
+        return pieces
+
+    def _token_cost(self, token: str) -> int:
+        if token not in self._token_costs:
+            self._token_costs[token] = self._pieces(token)
+        return self._token_costs[token]
+
+    def _pack(self, units: list[str], unit_lengths: list[int], limit: int, first_cost: int, token_cost: int,
+              paper: Paper, section_index: int) -> list[tuple[str | None, list[str]]]:
+        """Greedy packing: ``[(carried sentence or None, own sentences), ...]``; cuts a unit that cannot fit."""
+        packed: list[tuple[str | None, list[str]]] = []
+        carried: tuple[str, int] | None = None
+        i = 0
+        while i < len(units):
+            use_carry = carried
+            if not packed:
+                cost = first_cost
+            else:
+                cost = self._frame + token_cost + (token_cost + use_carry[1] if use_carry else 0)
+            if use_carry is not None and cost + unit_lengths[i] > limit:
+                use_carry = None  # the carried sentence and the next one do not fit together
+                self.report.carry_dropped += 1
+                cost = self._frame + token_cost
+            if cost + unit_lengths[i] > limit:  # alone it does not fit after this prefix: cut it
+                pieces = self._cut(units[i], limit - cost - 1)
+                if len(pieces) < 2:
+                    raise ValueError(f"Chunker: sentence {i} of section {section_index} of {paper.paper_id} "
+                                     f"does not fit in {self.max_length} tokens")
+                units[i:i + 1] = pieces
+                unit_lengths[i:i + 1] = self._piece_counts(pieces)
+                self.report.sentences_cut += 1
+                continue
+            j = i
+            while j < len(units) and cost + unit_lengths[j] <= limit:
+                cost += unit_lengths[j]
+                j += 1
+            packed.append((use_carry[0] if use_carry else None, units[i:j]))
+            carried = (units[j - 1], unit_lengths[j - 1])
+            i = j
+        return packed
+
+    def section_chunks(self, paper: Paper, section_index: int) -> list[Chunk]:
+        """The chunks of one section of ``paper`` (empty list for a section without sentences)."""
+        section = paper.sections[section_index]
+        aspect = cosaemb_aspect(section.heading)
+        token = ASPECT_TOKENS[aspect]
+        self.report.sections += 1
+        self.report.sections_by_aspect[aspect] += 1
+        sentences = [s for paragraph in section.paragraphs for s in self.split_sentences(paragraph)]
+        if not sentences:
+            self.report.sections_empty += 1
+            return []
+        self.report.sentences += len(sentences)
+        first_prefix = self.first_prefix(paper, aspect)
+        # room for sentences in a later chunk that carries nothing: [CLS] token ... [SEP]
+        budget = self.max_length - self._frame - self._token_cost(token)
+        if self.max_length - self._frame - self._pieces(first_prefix) < 8 or budget < 16:
+            raise ValueError(f"Chunker: max_length {self.max_length} leaves no room for text after the title "
+                             f"of paper {paper.paper_id} ({self.n_tokens(first_prefix)} tokens)")
+        lengths = self._piece_counts(sentences)
+        units: list[str] = []
+        unit_lengths: list[int] = []
+        for sentence, length in zip(sentences, lengths):
+            if length > budget // 2:
+                # a sentence over half a chunk is cut so that it always fits next to a carried piece
+                cut = self._cut(sentence, budget // 2)
+                self.report.sentences_cut += len(cut) > 1
+                units.extend(cut)
+                unit_lengths.extend(self._piece_counts(cut))
+            else:
+                units.append(sentence)
+                unit_lengths.append(length)
+
+        # Greedy packing on token counts (WordPiece counts add up over space-joined pieces); the chunks are
+        # then tokenized whole to check the limit, and packed again tighter if a tokenizer disagrees.
+        first_cost = self._frame + self._pieces(first_prefix)
+        token_cost = self._token_cost(token)
+        limit = self.max_length
+        while True:
+            packed = self._pack(units, unit_lengths, limit, first_cost, token_cost, paper, section_index)
+            texts = [f"{first_prefix} {' '.join(own)}" if k == 0 else self.later_text(token, carry, own)
+                     for k, (carry, own) in enumerate(packed)]
+            counts = self._piece_counts(texts)
+            overshoot = max(n + self._frame - self.max_length for n in counts)
+            if overshoot <= 0:
+                break
+            limit -= overshoot
+        chunks: list[Chunk] = []
+        for k, ((carry, own), text, n) in enumerate(zip(packed, texts, counts)):
+            chunk_sentences = ((carry,) if carry is not None else ()) + tuple(own)
+            chunks.append(Chunk(f"{paper.paper_id}#{section_index}.{k}", paper.paper_id, section_index,
+                                section.heading, aspect, k, chunk_sentences, text, carried=carry is not None))
+            self.report.max_tokens = max(self.report.max_tokens, n + self._frame)
+        self.report.chunks += len(chunks)
+        self.report.chunks_by_aspect[aspect] += len(chunks)
+        return chunks
+
+    def paper_chunks(self, paper: Paper) -> list[list[Chunk]]:
+        """Chunks of every section of ``paper`` (one list per section, in order)."""
+        self.report.papers += 1
+        if not paper.sections:
+            self.report.papers_without_sections += 1
+        return [self.section_chunks(paper, index) for index in range(len(paper.sections))]
+
+
+# ------------------------------------------------------------------------------------ triplets
+@dataclass
+class TripletReport:
+    """Counts in the shape of the paper's Tables 2 and 3, plus every paper that gave no triplet."""
+
+    papers: int = 0
+    sections_by_aspect: Counter = field(default_factory=Counter)  # Table 2 "Frequency" (non-empty sections)
+    local_pairs_by_aspect: Counter = field(default_factory=Counter)  # Table 2 "Section Triplets"
+    triplets_by_kind: Counter = field(default_factory=Counter)  # with both directions
+    skipped: Counter = field(default_factory=Counter)  # reason → papers
+    inter_report: object = None
+
+    def __str__(self) -> str:
+        kinds = ", ".join(f"{k}: {self.triplets_by_kind[k]}" for k in ("local", "global", "inter"))
+        skipped = ", ".join(f"{r}: {n}" for r, n in sorted(self.skipped.items())) or "none"
+        return f"CoSaEmb triplets from {self.papers} papers: {kinds}; papers skipped ({skipped})."
+
+
+def cosaemb_triplets(
+    papers: Mapping[str, Paper],
+    graph: CitationGraph,
+    chunker: Chunker,
+    query_ids: Iterable[str] | None = None,
+    margins: Mapping[str, float] = PAPER_MARGINS,
+    seed: int = 0,
+    inter: bool = True,
+    inter_candidates: Iterable[str] | None = None,
+    progress: bool = False,
+) -> tuple[list[Triplet], dict[str, str], TripletReport]:
+    """Local, global and inter-document triplets of the papers ``query_ids`` (default: all with sections).
+
+    The negative of a local or global triplet is the abstract of a paper the query paper cites (one drawn
+    per triplet, seeded; §3.3.2: "p_-^abs … of a paper that p_c cites"); papers that cite no paper with a
+    text give no intra-document triplets and are counted. Inter-document triplets are SPECTER's
+    (:func:`sdr.samplers.specter_triplets`: 2 hard + 3 easy negatives per query). Returns
+    ``(triplets, texts, report)``: ``texts`` maps every id used to its input text.
+    """
+    for kind in ("local", "global", "inter"):
+        if kind not in margins:
+            raise ValueError(f"cosaemb_triplets: margins need 'local', 'global' and 'inter', got {dict(margins)}")
+    rng = np.random.default_rng(seed)
+    report = TripletReport()
+    texts: dict[str, str] = {}
+    triplets: list[Triplet] = []
+    ids = sorted(query_ids) if query_ids is not None else sorted(p for p, paper in papers.items() if paper.sections)
+    for pid in ids:
+        if pid not in papers:
+            raise ValueError(f"cosaemb_triplets: query paper {pid} is not in the papers given")
+        paper = papers[pid]
+        report.papers += 1
+        cited = sorted(c for c in graph.references(pid) if c in papers and c != pid and papers[c].abstract)
+        if not paper.sections:
+            report.skipped["no full text (sections)"] += 1
+            continue
+        if not cited:
+            report.skipped["cites no paper with an abstract"] += 1
+            continue
+        if not paper.abstract:
+            report.skipped["no abstract"] += 1
+            continue
+        texts[pid] = chunker.abstract_text(paper)
+        for section_chunks in chunker.paper_chunks(paper):
+            if not section_chunks:
+                continue
+            aspect = section_chunks[0].aspect
+            report.sections_by_aspect[aspect] += 1
+            for chunk in section_chunks:
+                texts[chunk.id] = chunk.text
+            first = section_chunks[0].id
+            for query, positive in ((first, pid), (pid, first)):  # eq. 3 and eq. 8
+                negative = cited[int(rng.integers(len(cited)))]
+                texts[negative] = chunker.abstract_text(papers[negative])
+                triplets.append(Triplet(query, positive, negative, "global", float(margins["global"])))
+            for before, after in zip(section_chunks, section_chunks[1:]):
+                report.local_pairs_by_aspect[aspect] += 1
+                for query, positive in ((after.id, before.id), (before.id, after.id)):  # eq. 2 and eq. 9
+                    negative = cited[int(rng.integers(len(cited)))]
+                    texts[negative] = chunker.abstract_text(papers[negative])
+                    triplets.append(Triplet(query, positive, negative, "local", float(margins["local"])))
+    if inter:
+        inter_graph = CitationGraph(c for c in graph if c.citing in papers and c.cited in papers)
+        candidates = sorted(inter_candidates) if inter_candidates is not None else sorted(papers)
+        inter_ids = sorted(set(ids) & inter_graph.nodes)
+        specter, inter_report = specter_triplets(inter_graph, candidates=candidates, query_ids=inter_ids, seed=seed,
+                                                 margin=float(margins["inter"]), progress=progress, verbose=False)
+        report.inter_report = inter_report
+        for t in specter:
+            for p in (t.query, t.positive, t.negative):
+                texts[p] = chunker.abstract_text(papers[p])
+            triplets.append(dataclasses.replace(t, kind="inter"))
+    report.triplets_by_kind = Counter(t.kind for t in triplets)
+    return triplets, texts, report
+
+
+def with_margins(triplets: Iterable[Triplet], margins: Mapping[str, float]) -> list[Triplet]:
+    """The same triplets with the margin of their kind (``local``/``global``/``inter``)."""
+    return [dataclasses.replace(t, margin=float(margins[t.kind])) for t in triplets]
+
+
+def cosaemb_objective(texts: Mapping[str, str]) -> TripletObjective:
+    """Eq. 5: ``max(0, d(q, k+)² − d(q, k−)² + m_t)`` with each triplet's own margin."""
+    return TripletObjective(texts, TripletMarginLoss(distance="squared_l2"), per_example_margin=True)
+
+
+# ------------------------------------------------------------------------------------ tables, evaluation
+def counts_tables(report: TripletReport) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Our counts in the shape of Table 2 (per aspect) and Table 3 (per triplet kind).
+
+    The paper counts one global triplet per section and one local triplet per pair of consecutive chunks
+    (its Table 2 sums to Table 3); we also train on the reverse direction (eqs. 8 and 9), so the
+    ``triplets (both directions)`` columns are twice those.
+    """
+    table2 = pd.DataFrame({
+        "Frequency": {ASPECT_NAMES[a]: report.sections_by_aspect[a] for a in ASPECTS},
+        "Section Triplets": {ASPECT_NAMES[a]: report.local_pairs_by_aspect[a] for a in ASPECTS},
+    })
+    table2.index.name = "Section"
+    table3 = pd.DataFrame({
+        "Frequency (paper's count)": {
+            "Local Context (Eq. 2)": sum(report.local_pairs_by_aspect.values()),
+            "Global Context (Eq. 3)": sum(report.sections_by_aspect.values()),
+            "Inter-document (Eq. 4)": report.triplets_by_kind["inter"],
+        },
+        "triplets (both directions)": {
+            "Local Context (Eq. 2)": report.triplets_by_kind["local"],
+            "Global Context (Eq. 3)": report.triplets_by_kind["global"],
+            "Inter-document (Eq. 4)": report.triplets_by_kind["inter"],
+        },
+    })
+    table3.index.name = "Triplet type"
+    return table2, table3
+
+
+def facet_query_text(paper: Paper, facet: str, sep: str) -> str:
+    """A CSFCube query for a facet: ``[TTL] title [SEP] <facet tokens> abstract``.
+
+    The paper separates title and abstract "with our special tokens in addition to the [SEP] token" and
+    does not give the order; we put the facet tokens where [ABS] stands in the abstract input (after [SEP],
+    before the abstract), background as ``[INTR] [RW]``.
+    """
+    if facet not in FACET_TOKENS:
+        raise ValueError(f"unknown CSFCube facet {facet!r}; expected one of {sorted(FACET_TOKENS)}")
+    return f"{TITLE_TOKEN} {paper.title} {sep} {' '.join(FACET_TOKENS[facet])} {paper.abstract}".strip()
+
+
+@torch.no_grad()
+def triplet_distances(encoder, triplets: Sequence[Triplet], texts: Mapping[str, str], batch_size: int = 32,
+                      progress: bool = False) -> pd.DataFrame:
+    """Squared L2 distances ``d(q, k+)²`` and ``d(q, k−)²`` of each triplet (one row per triplet, with kind).
+
+    ``ordered`` is whether the positive is nearer than the negative — the order of distances that margin
+    gradation is meant to produce (own sections < cited papers < papers not cited).
+    """
+    ids = sorted({i for t in triplets for i in (t.query, t.positive, t.negative)})
+    missing = [i for i in ids if i not in texts]
+    if missing:
+        raise KeyError(f"triplet_distances: no text for {len(missing)} ids, e.g. {missing[:3]}")
+    vectors = dict(zip(ids, encoder.encode_texts([texts[i] for i in ids], batch_size=batch_size,
+                                                 progress=progress, desc="triplet texts")))
+    rows = []
+    for t in triplets:
+        q, p, n = vectors[t.query], vectors[t.positive], vectors[t.negative]
+        d_pos, d_neg = float(((q - p) ** 2).sum()), float(((q - n) ** 2).sum())
+        rows.append({"kind": t.kind, "d_pos": d_pos, "d_neg": d_neg, "ordered": d_pos < d_neg})
+    return pd.DataFrame(rows)

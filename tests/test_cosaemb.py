@@ -1,0 +1,234 @@
+"""CoSaEmb's recipe: the heading rule, the chunker, the three triplet kinds and the graded squared-L2 loss."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from sdr.corpus import Citation, CitationGraph, Paper, Section, read_scicite, section_kind
+from sdr.methods import cosaemb
+from sdr.methods.cosaemb import (
+    ASPECT_TOKENS,
+    SPECIAL_TOKENS,
+    Chunker,
+    aspect_distribution,
+    cosaemb_aspect,
+    cosaemb_objective,
+    cosaemb_triplets,
+    facet_query_text,
+    regex_sentences,
+    with_margins,
+)
+from sdr.samplers import Triplet
+
+
+# ------------------------------------------------------------------------------------------ heading rule
+@pytest.mark.parametrize("heading, aspect", [
+    ("1 Introduction", "introduction"), ("INTRODUCTION", "introduction"), ("Motivation", "introduction"),
+    ("II. RELATED WORK", "related_work"), ("Background", "related_work"), ("Literature Review", "related_work"),
+    ("2. Materials and Methods", "method"), ("Methodology", "method"), ("Our Approach", "method"),
+    ("4 Experiments", "results"), ("Results", "results"), ("Evaluation", "results"),
+    ("5. Conclusions", "conclusion"), ("Discussion", "conclusion"), ("Summary and Outlook", "conclusion"),
+    # the earliest keyword decides mixed headings
+    ("Results and Discussion", "results"), ("Discussion and conclusions", "conclusion"),
+    ("Introduction and Related Work", "introduction"), ("Methods and Results", "method"),
+])
+def test_heading_rule_keywords(heading, aspect):
+    assert cosaemb_aspect(heading) == aspect
+
+
+@pytest.mark.parametrize("heading", ["Acknowledgements", "Appendix A", "DNA extraction", "Preliminaries", "",
+                                     None, "3.2 Regional geology", "Keywords"])
+def test_unmatched_headings_go_to_methods(heading):
+    assert cosaemb_aspect(heading) == "method"
+    assert not cosaemb.cosaemb_aspect_matched(heading)
+
+
+def test_heading_rule_differs_from_section_kind_only_by_having_no_other_class():
+    assert section_kind("Acknowledgements") == "other"
+    assert cosaemb_aspect("Acknowledgements") == "method"
+    assert section_kind("Results and Discussion") == cosaemb_aspect("Results and Discussion") == "results"
+
+
+def test_aspect_distribution_counts_distinct_headings_and_occurrences():
+    table = aspect_distribution(["Results", "results", "RESULTS ", "Methods", "Cryostat", None, "Introduction"])
+    assert list(table.index) == ["Introduction", "Related Works", "Method", "Results", "Conclusion"]
+    assert table.loc["Results", "distinct headings"] == 1 and table.loc["Results", "occurrences"] == 3
+    assert table.loc["Method", "distinct headings"] == 3  # "methods", "cryostat", "" (None)
+    assert table.loc["Method", "of which by default"] == 2
+    assert table["occurrences"].sum() == 7
+
+
+def test_heading_rule_on_scicite_section_names(shared_data):
+    """The rule on the 427 distinct (case-folded) real headings of SciCite dev + test."""
+    headings = [r.get("sectionName") for split in ("dev", "test")
+                for r in read_scicite(shared_data / "scicite" / f"{split}.jsonl")]
+    table = aspect_distribution(headings)
+    assert table["distinct headings"].sum() == 427
+    assert table["occurrences"].sum() == 916 + 1861
+    # the distribution of this rule on these headings (a change of keywords shows up here)
+    assert table["distinct headings"].to_dict() == {"Introduction": 8, "Related Works": 9, "Method": 278,
+                                                    "Results": 104, "Conclusion": 28}
+    assert table["occurrences"].to_dict() == {"Introduction": 283, "Related Works": 21, "Method": 942,
+                                              "Results": 530, "Conclusion": 1001}
+    # only Methods receives headings by default: 216 topical headings ("DNA extraction") and the empty one
+    assert table["of which by default"].to_dict() == {"Introduction": 0, "Related Works": 0, "Method": 216,
+                                                      "Results": 0, "Conclusion": 0}
+    assert cosaemb_aspect("4. Discussion") == "conclusion" and cosaemb_aspect("RESULTS AND DISCUSSION") == "results"
+
+
+# ------------------------------------------------------------------------------------------ chunker
+@pytest.fixture(scope="module")
+def section_tokenizer(fresh_tiny_encoder):
+    encoder = fresh_tiny_encoder()
+    assert encoder.add_special_tokens(SPECIAL_TOKENS) == 7
+    return encoder.tokenizer
+
+
+def _paper(pid: str, sentences_per_section: dict[str, list[str]], title: str = "A study of graphs",
+           abstract: str = "We study graphs.") -> Paper:
+    sections = [Section(heading, [" ".join(sentences)]) for heading, sentences in sentences_per_section.items()]
+    return Paper(pid, title, abstract, sections=sections)
+
+
+SENTENCES = [f"Sentence number {word} talks about graph neural networks and their training." for word in
+             ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")]
+
+
+def test_special_tokens_are_single_tokens(section_tokenizer):
+    for token in SPECIAL_TOKENS:
+        pieces = section_tokenizer.tokenize(f"word {token} word")
+        assert pieces == ["word", token, "word"], pieces
+        assert section_tokenizer.convert_tokens_to_ids(token) != section_tokenizer.unk_token_id
+
+
+def test_chunker_sentence_boundaries_carry_over_and_limit(section_tokenizer):
+    paper = _paper("A", {"1 Introduction": SENTENCES})
+    chunker = Chunker(section_tokenizer, max_length=48)
+    (chunks,) = chunker.paper_chunks(paper)
+    assert len(chunks) >= 3
+    for chunk in chunks:  # the limit, counted with the tokenizer's own [CLS] and [SEP]
+        assert len(section_tokenizer(chunk.text)["input_ids"]) <= 48
+        assert all(s in SENTENCES for s in chunk.sentences)  # whole sentences only
+    first, *later = chunks
+    assert first.text.startswith("[TTL] A study of graphs [SEP] [INTR] " + SENTENCES[0])
+    assert not first.carried
+    for previous, chunk in zip(chunks, later):
+        assert chunk.carried and chunk.sentences[0] == previous.sentences[-1]
+        own = " ".join(chunk.sentences[1:])
+        assert chunk.text == f"[INTR] {chunk.sentences[0]} [INTR] {own}"
+        assert "[TTL]" not in chunk.text
+    # every sentence appears once as a chunk's own sentence, in order
+    own_sentences = list(first.sentences) + [s for c in later for s in c.sentences[1:]]
+    assert own_sentences == SENTENCES
+    assert [c.id for c in chunks] == [f"A#0.{i}" for i in range(len(chunks))]
+    assert chunker.report.max_tokens <= 48 and chunker.report.chunks == len(chunks)
+
+
+def test_chunker_section_tokens_and_a_long_sentence(section_tokenizer):
+    long_sentence = "This " + " ".join(["very"] * 80) + " long sentence ends here."
+    paper = _paper("B", {"Related Work": SENTENCES[:2], "Acknowledgements": [long_sentence]})
+    chunker = Chunker(section_tokenizer, max_length=40)
+    related, acknowledgements = chunker.paper_chunks(paper)
+    assert related[0].text.startswith("[TTL] A study of graphs [SEP] [RW] ")
+    assert acknowledgements[0].aspect == "method" and acknowledgements[0].text.count("[MET]") == 1
+    assert len(acknowledgements) > 1 and chunker.report.sentences_cut == 1
+    assert all(len(section_tokenizer(c.text)["input_ids"]) <= 40 for c in related + acknowledgements)
+    assert chunker.abstract_text(paper) == "[TTL] A study of graphs [SEP] [ABS] We study graphs."
+
+
+def test_chunker_needs_the_tokens(fresh_tiny_encoder):
+    with pytest.raises(ValueError, match="add_special_tokens"):
+        Chunker(fresh_tiny_encoder().tokenizer, max_length=64)
+
+
+def test_regex_sentences_keeps_abbreviations():
+    text = "We follow Smith et al. (2020) as in Fig. 3. The results hold. Is 3.5 enough? Yes."
+    assert regex_sentences(text) == ["We follow Smith et al. (2020) as in Fig. 3.", "The results hold.",
+                                     "Is 3.5 enough?", "Yes."]
+
+
+# ------------------------------------------------------------------------------------------ triplets
+def test_the_three_triplet_kinds_on_a_hand_built_paper(section_tokenizer):
+    papers = {
+        "A": _paper("A", {"Introduction": SENTENCES[:6], "Methods": SENTENCES[6:7]}),
+        "B": Paper("B", "Cited one", "B abstract."), "C": Paper("C", "Cited two", "C abstract."),
+        "D": Paper("D", "Not cited", "D abstract."), "E": Paper("E", "Not cited either", "E abstract."),
+    }
+    graph = CitationGraph([Citation("A", "B"), Citation("A", "C"), Citation("B", "D")])
+    chunker = Chunker(section_tokenizer, max_length=48)
+    triplets, texts, report = cosaemb_triplets(papers, graph, chunker, query_ids=["A"], seed=0)
+    intro = [c for c in chunker.paper_chunks(papers["A"])[0]]
+    assert len(intro) >= 2
+    local = [t for t in triplets if t.kind == "local"]
+    glob = [t for t in triplets if t.kind == "global"]
+    inter = [t for t in triplets if t.kind == "inter"]
+    # local: consecutive chunks of one section, both directions (eq. 2 and 9), negative = a cited abstract
+    pairs = [(a.id, b.id) for a, b in zip(intro, intro[1:])]
+    assert sorted((t.query, t.positive) for t in local) == sorted(
+        [(b, a) for a, b in pairs] + [(a, b) for a, b in pairs])
+    # global: each section's first chunk with the own abstract, both directions (eq. 3 and 8)
+    assert sorted((t.query, t.positive) for t in glob) == sorted(
+        [("A#0.0", "A"), ("A", "A#0.0"), ("A#1.0", "A"), ("A", "A#1.0")])
+    assert all(t.negative in {"B", "C"} for t in local + glob)
+    # inter-document: SPECTER's (abstract, cited, not cited)
+    assert inter and all(t.query == "A" and t.positive in {"B", "C"} and t.negative in {"D", "E"} for t in inter)
+    assert {t.kind: t.margin for t in triplets} == {"local": 3.0, "global": 2.0, "inter": 1.0}
+    # texts: the abstract input for paper ids, the chunk for chunk ids
+    assert texts["A"] == "[TTL] A study of graphs [SEP] [ABS] We study graphs."
+    assert texts["B"] == "[TTL] Cited one [SEP] [ABS] B abstract."
+    assert texts["A#1.0"].startswith("[TTL] A study of graphs [SEP] [MET] ")
+    assert all(i in texts for t in triplets for i in (t.query, t.positive, t.negative))
+    # counts in the shape of Tables 2-3
+    table2, table3 = cosaemb.counts_tables(report)
+    assert table2.loc["Introduction", "Frequency"] == 1 and table2.loc["Method", "Frequency"] == 1
+    assert table2.loc["Introduction", "Section Triplets"] == len(pairs)
+    assert table3.loc["Local Context (Eq. 2)", "triplets (both directions)"] == 2 * len(pairs)
+    assert table3.loc["Global Context (Eq. 3)", "Frequency (paper's count)"] == 2
+
+
+def test_papers_without_citations_or_sections_are_counted(section_tokenizer):
+    papers = {"A": _paper("A", {"Introduction": SENTENCES[:2]}), "B": Paper("B", "No text", "abstract")}
+    triplets, _, report = cosaemb_triplets(papers, CitationGraph([Citation("B", "A")]), Chunker(section_tokenizer, 48),
+                                           query_ids=["A", "B"], inter=False)
+    assert triplets == []
+    assert report.skipped == {"cites no paper with an abstract": 1, "no full text (sections)": 1}
+
+
+def test_with_margins_sets_each_kind():
+    triplets = [Triplet("q", "p", "n", kind) for kind in ("local", "global", "inter")]
+    assert [t.margin for t in with_margins(triplets, {"local": 6, "global": 4, "inter": 2})] == [6.0, 4.0, 2.0]
+
+
+# ------------------------------------------------------------------------------------------ loss
+def test_graded_squared_l2_loss_against_a_hand_computed_value():
+    """Eq. 5 with per-triplet margins on a batch of three triplets, embeddings given by hand."""
+    vectors = {"q": [0.0, 0.0], "p1": [1.0, 0.0], "n1": [0.0, 2.0],  # d+² = 1, d−² = 4
+               "p2": [2.0, 0.0], "n2": [1.0, 0.0],  # d+² = 4, d−² = 1
+               "p3": [1.0, 1.0], "n3": [3.0, 0.0]}  # d+² = 2, d−² = 9
+    texts = {key: key for key in vectors}
+
+    def encoder(batch):
+        return torch.tensor([vectors[t] for t in batch])
+
+    triplets = [Triplet("q", "p1", "n1", "local", 3.0), Triplet("q", "p2", "n2", "global", 2.0),
+                Triplet("q", "p3", "n3", "inter", 1.0)]
+    loss = cosaemb_objective(texts)(encoder, triplets)
+    # max(0, 1-4+3) = 0; max(0, 4-1+2) = 5; max(0, 2-9+1) = 0 → mean 5/3
+    assert loss.item() == pytest.approx(5 / 3)
+    graded = with_margins(triplets, {"local": 6.0, "global": 4.0, "inter": 2.0})
+    # max(0, 1-4+6) = 3; max(0, 4-1+4) = 7; max(0, 2-9+2) = 0 → mean 10/3
+    assert cosaemb_objective(texts)(encoder, graded).item() == pytest.approx(10 / 3)
+
+
+def test_facet_query_puts_the_facet_tokens_between_title_and_abstract():
+    paper = Paper("q", "Title", "The abstract.")
+    assert facet_query_text(paper, "background", "[SEP]") == "[TTL] Title [SEP] [INTR] [RW] The abstract."
+    assert facet_query_text(paper, "method", "[SEP]") == "[TTL] Title [SEP] [MET] The abstract."
+    assert facet_query_text(paper, "result", "[SEP]") == "[TTL] Title [SEP] [RES] The abstract."
+    with pytest.raises(ValueError, match="facet"):
+        facet_query_text(paper, "objective", "[SEP]")
+    assert set(ASPECT_TOKENS.values()) | {"[TTL]", "[ABS]"} == set(SPECIAL_TOKENS)
+    assert json.dumps(cosaemb.MARGIN_RUNS)  # plain data, stored with the results
