@@ -362,8 +362,9 @@ def test_pk_small_class_sampled_with_replacement_and_errors():
         ones = [i for i in batch if labels[i] == 1]
         assert ones == [3, 3, 3]
         assert sorted(i for i in batch if labels[i] == 0) == [0, 1, 2]
-    with pytest.raises(ValueError, match="only 2"):
-        PKBatchSampler(labels, p=3, k=1)
+    # fewer classes than p: every batch holds both classes and still p·k = 3 examples
+    for batch in PKBatchSampler(labels, p=3, k=1, num_batches=3, verbose=False):
+        assert len(batch) == 3 and {int(labels[i]) for i in batch} == {0, 1}
 
 
 # ------------------------------------------------------------------------------ synthetic corpus

@@ -18,12 +18,13 @@ import math
 import random
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+from torch import nn
 from tqdm.auto import tqdm
 
 from sdr.encoders import Encoder
@@ -47,6 +48,7 @@ class TrainConfig:
     bf16: bool = True  # autocast on CUDA only; CPU runs stay float32 (and bit-reproducible)
     checkpoint_every: int = 0  # optimizer steps; 0 = no intermediate checkpoints
     progress: bool = True
+    bitfit: bool = False  # train only the encoder's bias terms (BitFit, Ben Zaken et al. 2022; SciNCL Table 2)
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
@@ -62,6 +64,8 @@ class TrainResult:
     model_dir: Path | None
     steps: int
     resumed_from_step: int
+    validation: list[float] = field(default_factory=list)  # validate()'s score after each epoch
+    best_epoch: int | None = None  # the epoch whose weights the encoder ends with (None: no validation)
 
 
 class StopTraining(Exception):
@@ -116,36 +120,98 @@ def _set_rng_state(state: Mapping) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def _epoch_batches(n_examples: int, config: TrainConfig, batch_sampler: Callable | None,
+                   epoch: int) -> list[np.ndarray]:
+    """The epoch's micro-batches: the default shuffle, or ``batch_sampler(n_examples, seed, epoch)``."""
+    if batch_sampler is None:
+        return _batches(n_examples, config.batch_size, config.seed, epoch)
+    batches = [np.asarray(batch, dtype=np.int64).reshape(-1)
+               for batch in batch_sampler(n_examples, config.seed, epoch)]
+    if not batches:
+        raise ValueError(f"batch_sampler gave no batches for epoch {epoch} of {n_examples} examples")
+    for number, batch in enumerate(batches):
+        if batch.size == 0 or batch.min() < 0 or batch.max() >= n_examples:
+            raise ValueError(f"batch_sampler: epoch {epoch}, batch {number} is {batch.tolist()[:10]}; "
+                             f"expected a non-empty list of example indices in 0..{n_examples - 1}")
+    return batches
+
+
+def _trainable_parameters(encoder: Encoder, objective_module: nn.Module | None,
+                          bitfit: bool) -> list[tuple[str, nn.Parameter]]:
+    """(name, parameter) of everything the optimizer updates: the encoder's (only its biases with
+    BitFit) and the objective's own parameters (projection heads, class weights), which BitFit keeps
+    trainable since they start untrained."""
+    named = [(f"encoder.{n}", p) for n, p in encoder.named_parameters()
+             if p.requires_grad and (not bitfit or n.endswith("bias"))]
+    if objective_module is not None:
+        named += [(f"objective.{n}", p) for n, p in objective_module.named_parameters() if p.requires_grad]
+    return named
+
+
+def _cpu_copy(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
+
+
 def train(encoder: Encoder, examples: Sequence, objective: Callable, config: TrainConfig,
           output_dir: str | Path | None = None, resume: bool = False,
-          callback: Callable[[dict], None] | None = None) -> TrainResult:
+          callback: Callable[[dict], None] | None = None,
+          batch_sampler: Callable[[int, int, int], Sequence[Sequence[int]]] | None = None,
+          validate: Callable[[Encoder], float] | None = None) -> TrainResult:
     """Fit ``encoder`` on ``examples`` with ``objective``; see the module docstring.
 
-    ``output_dir`` receives ``checkpoint.pt`` (every ``checkpoint_every`` optimizer steps and at the end)
-    and ``model/`` (a sentence-transformers folder). With ``resume=True`` training continues from
-    ``output_dir/checkpoint.pt`` when it exists. ``callback(row)`` is called after each optimizer step.
+    ``output_dir`` receives ``checkpoint.pt`` (every ``checkpoint_every`` optimizer steps, after each
+    validation and at the end) and ``model/`` (a sentence-transformers folder, plus ``objective.pt`` with
+    the objective's state when the objective is a ``torch.nn.Module``). With ``resume=True`` training
+    continues from ``output_dir/checkpoint.pt`` when it exists. ``callback(row)`` is called after each
+    optimizer step.
+
+    ``objective`` may be a ``torch.nn.Module`` with its own parameters (projection heads, class
+    weights): it is moved to the encoder's device, optimized and clipped with the encoder, checkpointed
+    and restored on resume.
+
+    ``batch_sampler(n_examples, seed, epoch)`` returns the epoch's micro-batches (lists of example
+    indices; a pure function of seed and epoch so a resumed run sees the same batches), e.g. a
+    :class:`sdr.samplers.PKBatchSampler`; ``config.accumulation_steps`` of them make one optimizer step.
+    Default: the examples shuffled by (seed, epoch) in batches of ``config.batch_size``.
+
+    ``validate(encoder) -> float`` (higher is better) runs in eval mode after every epoch; training ends
+    with the best epoch's weights (encoder and objective), and the result records every epoch's score
+    (``validation``) and ``best_epoch``.
     """
     if len(examples) == 0:
         raise ValueError("no training examples: the sampler produced none (see its report)")
     output_dir = Path(output_dir) if output_dir is not None else None
     checkpoint_path = output_dir / "checkpoint.pt" if output_dir else None
     seed_everything(config.seed)
+    objective_module = objective if isinstance(objective, nn.Module) else None
+    if objective_module is not None:
+        objective_module.to(encoder.device)
 
-    batches_per_epoch = math.ceil(len(examples) / config.batch_size)
-    steps_per_epoch = math.ceil(batches_per_epoch / config.accumulation_steps)
-    total_steps = steps_per_epoch * config.epochs
+    epoch_groups = []
+    for epoch in range(config.epochs):
+        batches = _epoch_batches(len(examples), config, batch_sampler, epoch)
+        epoch_groups.append([batches[i:i + config.accumulation_steps]
+                             for i in range(0, len(batches), config.accumulation_steps)])
+    total_steps = sum(len(groups) for groups in epoch_groups)
     warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup_ratio * total_steps)
 
+    trainable = _trainable_parameters(encoder, objective_module, config.bitfit)
+    if not trainable:
+        raise ValueError("nothing to train: no parameter of the encoder or objective requires a gradient")
     no_decay = ("bias", "LayerNorm.weight", "layer_norm", "norm.weight")
     parameters = [
-        {"params": [p for n, p in encoder.named_parameters() if not any(k in n for k in no_decay)],
+        {"params": [p for n, p in trainable if not any(k in n for k in no_decay)],
          "weight_decay": config.weight_decay},
-        {"params": [p for n, p in encoder.named_parameters() if any(k in n for k in no_decay)],
-         "weight_decay": 0.0},
+        {"params": [p for n, p in trainable if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
-    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, eps=1e-8)
+    parameters = [group for group in parameters if group["params"]]
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, eps=1e-8,
+                                  fused=encoder.device.type == "cuda" or None)
     scheduler = make_schedule(optimizer, config.schedule, total_steps, warmup)
+    trained_parameters = [p for _, p in trainable]
     history: list[dict] = []
+    validation: list[float] = []
+    best: dict | None = None  # {"epoch", "score", "model", "objective"} of the best validated epoch
     step = 0
 
     if resume and checkpoint_path is not None and checkpoint_path.exists():
@@ -156,10 +222,17 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
             raise ValueError(f"{checkpoint_path}: written with a different TrainConfig {saved}; "
                              f"this run has {current}")
         encoder.load_state_dict(state["model"])
+        if objective_module is not None:
+            if state.get("objective") is None:
+                raise ValueError(f"{checkpoint_path}: has no objective state, but this run's objective "
+                                 f"{type(objective).__name__} has parameters")
+            objective_module.load_state_dict(state["objective"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         _set_rng_state(state["rng"])
         history = list(state["history"])
+        validation = list(state.get("validation", []))
+        best = state.get("best")
         step = int(state["step"])
     resumed_from = step
 
@@ -169,58 +242,93 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
         checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
         temporary = checkpoint_path.with_suffix(".tmp")
         torch.save({"model": encoder.state_dict(), "optimizer": optimizer.state_dict(),
+                    "objective": objective_module.state_dict() if objective_module is not None else None,
                     "scheduler": scheduler.state_dict(), "rng": _rng_state(), "history": history,
-                    "step": step, "config": asdict(config)}, temporary)
+                    "validation": validation, "best": best, "step": step, "config": asdict(config)},
+                   temporary)
         temporary.replace(checkpoint_path)  # atomic: a kill mid-write leaves the previous checkpoint
 
+    def set_mode(training: bool) -> None:
+        encoder.train(training)
+        if objective_module is not None:
+            objective_module.train(training)
+
     use_autocast = config.bf16 and encoder.device.type == "cuda"
-    encoder.train()
-    bar = tqdm(total=total_steps, initial=step, desc="training", disable=not config.progress, unit="step")
-    for epoch in range(config.epochs):
-        batches = _batches(len(examples), config.batch_size, config.seed, epoch)
-        groups = [batches[i:i + config.accumulation_steps]
-                  for i in range(0, len(batches), config.accumulation_steps)]
-        for group_index, group in enumerate(groups):
-            if epoch * steps_per_epoch + group_index < step:
-                continue  # done before the checkpoint we resumed from
-            optimizer.zero_grad(set_to_none=True)
-            group_size = sum(len(b) for b in group)
-            step_loss = 0.0
-            for batch in group:
-                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_autocast):
-                    loss = objective(encoder, [examples[i] for i in batch])
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(
-                        f"loss became {loss.item()} at epoch {epoch}, optimizer step {step}: lower the "
-                        "learning rate, check the inputs for empty texts, or disable bf16")
-                # Weight by batch size so a short last batch counts as much as its examples.
-                (loss * len(batch) / group_size).backward()
-                step_loss += loss.item() * len(batch) / group_size
-            if config.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(encoder.parameters(), config.max_grad_norm)
-            learning_rate = scheduler.get_last_lr()[0]
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            row = {"epoch": epoch, "step": step, "loss": step_loss, "learning_rate": learning_rate}
-            history.append(row)
-            bar.update(1)
-            bar.set_postfix(loss=f"{step_loss:.4f}", refresh=False)
-            if config.checkpoint_every and step % config.checkpoint_every == 0:
+    # BitFit: no gradient for the frozen weights at all (saves their backward work); restored at the end
+    frozen = [p for n, p in encoder.named_parameters() if config.bitfit and p.requires_grad
+              and not n.endswith("bias")]
+    for parameter in frozen:
+        parameter.requires_grad_(False)
+    try:
+        set_mode(True)
+        bar = tqdm(total=total_steps, initial=step, desc="training", disable=not config.progress, unit="step")
+        steps_done = 0  # optimizer steps of the loop so far, including those skipped on resume
+        for epoch, groups in enumerate(epoch_groups):
+            for group in groups:
+                steps_done += 1
+                if steps_done <= step:
+                    continue  # done before the checkpoint we resumed from
+                optimizer.zero_grad(set_to_none=True)
+                group_size = sum(len(b) for b in group)
+                step_loss = 0.0
+                for batch in group:
+                    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_autocast):
+                        loss = objective(encoder, [examples[i] for i in batch])
+                    if not torch.isfinite(loss):
+                        raise FloatingPointError(
+                            f"loss became {loss.item()} at epoch {epoch}, optimizer step {step}: lower the "
+                            "learning rate, check the inputs for empty texts, or disable bf16")
+                    # Weight by batch size so a short last batch counts as much as its examples.
+                    (loss * len(batch) / group_size).backward()
+                    step_loss += loss.item() * len(batch) / group_size
+                if config.max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(trained_parameters, config.max_grad_norm)
+                learning_rate = scheduler.get_last_lr()[0]
+                optimizer.step()
+                scheduler.step()
+                step += 1
+                row = {"epoch": epoch, "step": step, "loss": step_loss, "learning_rate": learning_rate}
+                history.append(row)
+                bar.update(1)
+                bar.set_postfix(loss=f"{step_loss:.4f}", refresh=False)
+                if config.checkpoint_every and step % config.checkpoint_every == 0:
+                    save_checkpoint()
+                if callback is not None:
+                    callback(row)
+            if validate is not None and len(validation) == epoch:
+                set_mode(False)
+                score = float(validate(encoder))
+                set_mode(True)
+                if not math.isfinite(score):
+                    raise FloatingPointError(f"validate returned {score} after epoch {epoch}")
+                validation.append(score)
+                if best is None or score > best["score"]:
+                    best = {"epoch": epoch, "score": score, "model": _cpu_copy(encoder.state_dict()),
+                            "objective": None if objective_module is None
+                            else _cpu_copy(objective_module.state_dict())}
                 save_checkpoint()
-            if callback is not None:
-                callback(row)
+    finally:
+        for parameter in frozen:
+            parameter.requires_grad_(True)
     bar.close()
-    encoder.eval()
+    set_mode(False)
 
     model_dir = None
     if output_dir is not None:
-        save_checkpoint()
+        save_checkpoint()  # the last epoch's state, whatever epoch is kept below
+    if best is not None:
+        encoder.load_state_dict(best["model"])
+        if objective_module is not None:
+            objective_module.load_state_dict(best["objective"])
+    if output_dir is not None:
         model_dir = output_dir / "model"
         if model_dir.exists():
             shutil.rmtree(model_dir)
         encoder.save(model_dir)
-    return TrainResult(pd.DataFrame(history), model_dir, step, resumed_from)
+        if objective_module is not None:
+            torch.save(objective_module.state_dict(), model_dir / "objective.pt")
+    return TrainResult(pd.DataFrame(history), model_dir, step, resumed_from, validation,
+                       best["epoch"] if best is not None else None)
 
 
 @torch.no_grad()
