@@ -8,9 +8,11 @@ so ``make test`` never overwrites what ``make book`` produced.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -56,7 +58,9 @@ def test_chapter_runs_at_smoke(chapter: str, book_copy: Path, tmp_path: Path) ->
                and "image/png" in output.get("data", {})
                for cell in executed.cells if cell.cell_type == "code" for output in cell.get("outputs", [])), \
         f"{chapter}: every chapter shows at least one plot"
-    nbformat.write(executed, book_copy / "book" / "chapters" / f"{chapter}.ipynb")
+    # cleaned as `sdr chapter` cleans it (final progress bars, one profile box), status page refreshed
+    book.write_executed(executed, book_copy / "book" / "chapters" / f"{chapter}.ipynb", chapter,
+                        parameters, results=book_copy / "results")
 
 
 @pytest.mark.book
@@ -71,3 +75,68 @@ def test_book_builds_without_warnings(book_copy: Path) -> None:
     for chapter in CHAPTERS:
         page = (html / "book" / "chapters" / f"{chapter}.html").read_text()
         assert "Profile: smoke" in page, f"{chapter}: tables must state their profile"
+
+
+# The page checks of issue 15, on the pages the previous test built.
+PROGRESS_LINE = re.compile(r"\d+%\|")
+MAX_PROGRESS_LINES = 6
+PROBLEM_TEXT = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(Warning|Error):|\bwarnings\.warn\b")
+
+
+class _VisibleText(HTMLParser):
+    """A page's text as a reader sees it, without code inputs (hidden or not), scripts and styles."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[bool] = []  # per open element: inside something skipped
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        skipped = bool(self.stack and self.stack[-1]) or tag in ("script", "style") or "cell_input" in classes
+        self.stack.append(skipped)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if not (self.stack and self.stack[-1]):
+            self.parts.append(data)
+
+
+def _page_text(html: str) -> str:
+    parser = _VisibleText()
+    parser.feed(html)
+    return "".join(parser.parts)
+
+
+@pytest.mark.book
+def test_built_pages_read_cleanly(book_copy: Path) -> None:
+    """Every chapter page: one profile box, a table and a figure; no page: progress-bar spam, tracebacks,
+    warnings. The intro shows the generated reproduction status."""
+    html = book_copy / "_build" / "html"
+    if not (html / "index.html").exists():
+        pytest.fail("the book was not built (test_book_builds_without_warnings failed or did not run)")
+    for chapter in CHAPTERS:
+        page = (html / "book" / "chapters" / f"{chapter}.html").read_text()
+        assert page.count(book.PROFILE_BOX_CLASS) >= 1, f"{chapter}: no 'this page was built with' box"
+        assert "injected-parameters" not in page and 'profile = "smoke"' not in page, \
+            f"{chapter}: a parameter cell is shown"
+        assert re.search(r"<table\b", page), f"{chapter}: no table"
+        assert re.search(r"<img\b[^>]*src=\"[^\"]*\.png\"", page), f"{chapter}: no figure"
+    for path in sorted(html.rglob("*.html")):
+        if path.name in ("search.html", "genindex.html"):
+            continue
+        text = _page_text(path.read_text())
+        bars = [line for line in text.splitlines() if PROGRESS_LINE.search(line)]
+        assert len(bars) <= MAX_PROGRESS_LINES, f"{path.name}: {len(bars)} progress-bar lines, e.g. {bars[:3]}"
+        problem = PROBLEM_TEXT.search(text)
+        assert problem is None, f"{path.name}: shows {problem.group(0)!r}: …{text[max(0, problem.start() - 200):problem.end() + 200]}…"
+    intro = (html / "book" / "intro.html").read_text()
+    assert "Reproduction status" in intro and ("not run" in intro or "No chapter has stored results" in intro
+                                              or "real data" in intro or "replica only" in intro)

@@ -1,0 +1,290 @@
+"""The book as a reader sees it: cleaned executed chapters, the leaderboard and reproduction-status
+conventions, number formatting, the Colab setup cell and the dependency ranges (all without a kernel).
+
+The HTML of a real build is checked in ``tests/test_chapters.py`` (``test_built_pages_read_cleanly``).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from sdr import book
+
+TQDM_STREAM = ("training:   0%|          | 0/5 [00:00<?, ?step/s]\rtraining:  40%|████      | 2/5 [00:01<00:01]"
+               "\rtraining:  80%|████████  | 4/5 [00:02<00:00]")
+
+
+# ------------------------------------------------------------------------------------------ clean outputs
+def test_carriage_returns_render_as_a_terminal_shows_them():
+    assert book._render_carriage_returns(TQDM_STREAM + "\rtraining: 100%|██████████| 5/5 [00:03]\nafter\n") == \
+        "training: 100%|██████████| 5/5 [00:03]\nafter\n"
+    # leave=False erases the bar with blanks: nothing of it remains
+    assert book._render_carriage_returns("loss:  50%|█  | 1/2\r          \rdone\n") == "done\n"
+    assert book._render_carriage_returns("plain\ntext\n") == "plain\ntext\n"
+
+
+def _executed_notebook() -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    own = nbformat.v4.new_code_cell('profile = "smoke"')
+    own.metadata["tags"] = ["parameters"]
+    injected = nbformat.v4.new_code_cell('profile = "real"\nepochs = 2\n')
+    injected.metadata["tags"] = ["injected-parameters"]
+    training = nbformat.v4.new_code_cell("train()")
+    training.outputs = [  # tqdm's redraws arrive as many stream outputs
+        nbformat.v4.new_output("stream", name="stderr", text=TQDM_STREAM),
+        nbformat.v4.new_output("stream", name="stderr", text="\rtraining: 100%|██████████| 5/5 [00:03]\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="trained\n"),
+        nbformat.v4.new_output("stream", name="stderr", text="encoding: 100%|██| 3/3\n"),
+    ]
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Tiny"), own, injected, training]
+    return notebook
+
+
+def test_finish_notebook_leaves_one_box_and_final_progress_bars():
+    notebook = _executed_notebook()
+    parameters = {"profile": "real", "epochs": 2, "data_file": "$SDR_DATA/x_y.json"}
+    for _ in range(2):  # idempotent: finishing twice still leaves one box
+        book.finish_notebook(notebook, "tiny", parameters, ["CSFCube ($SDR_DATA)", "synthetic *replica*"], "abc")
+    tags = [cell.metadata.get("tags", []) for cell in notebook.cells]
+    assert tags[1] == ["parameters", "remove-cell"] and tags[2] == ["injected-parameters", "remove-cell"]
+    boxes = [cell for cell in notebook.cells if book.PROFILE_BOX_TAG in cell.metadata.get("tags", [])]
+    assert len(boxes) == 1 and notebook.cells[3] is boxes[0]  # right after the parameter cells
+    box = boxes[0].source
+    assert f":class: {book.PROFILE_BOX_CLASS}" in box and "the `real` profile" in box
+    assert r"CSFCube (\$SDR\_DATA); synthetic \*replica\*" in box  # $ would open math, * emphasis
+    assert "`epochs = 2`" in box and "`profile = " not in box
+    outputs = notebook.cells[4].outputs
+    assert [(o["name"], o["text"]) for o in outputs] == [
+        ("stderr", "training: 100%|██████████| 5/5 [00:03]\n"), ("stdout", "trained\n"),
+        ("stderr", "encoding: 100%|██| 3/3\n")]
+    assert notebook.metadata["sdr"]["fingerprint"] == "abc" and notebook.metadata["sdr"]["profile"] == "real"
+
+
+def test_write_executed_takes_sources_from_the_results_store(tmp_path):
+    results = tmp_path / "results"
+    (results / "tiny").mkdir(parents=True)
+    (results / "tiny" / "real.json").write_text('{"sources": ["SciDocs replica (seed 0)"]}')
+    path = book.write_executed(_executed_notebook(), tmp_path / "chapters" / "tiny.ipynb", "tiny",
+                               {"profile": "real"}, results=results)
+    written = nbformat.read(path, as_version=4)
+    assert "**Data:** SciDocs replica (seed 0)" in written.cells[3].source
+    assert (tmp_path / "chapters" / book.STATUS_PAGE).exists()
+
+
+# ------------------------------------------------------------------------------------------ leaderboard
+CSFCUBE_RESULT = {"test": {facet: {"map": 0.3423, "ndcg%20": 0.5328, "rp": 0.1} for facet in book.CSFCUBE_FACETS}}
+
+
+def test_leaderboard_row_validates_and_converts():
+    metrics = book.csfcube_metrics(CSFCUBE_RESULT)
+    assert metrics["map_all"] == pytest.approx(34.23) and metrics["ndcg%20_method"] == pytest.approx(53.28)
+    assert len(metrics) == 8
+    row = book.leaderboard_row("SPECTER", "csfcube", metrics, data="real", base_model="all-MiniLM-L6-v2",
+                               training="2 epochs, 75 steps")
+    assert row["metrics"]["map_all"] == pytest.approx(34.23) and row["data"] == "real"
+    assert book.csabstruct_metrics({"p@1": 0.5, "map@r": 0.2, "report": {}}) == {"map@r": 0.2, "p@1": 0.5}
+    common = {"data": "real", "base_model": "m", "training": "none"}
+    with pytest.raises(ValueError, match="unknown benchmark 'scidoc'"):
+        book.leaderboard_row("x", "scidoc", {"avg": 1.0}, **common)
+    with pytest.raises(ValueError, match=r"map@r = 34.2 is outside \[0, 1.0\]"):  # × 100 where fractions belong
+        book.leaderboard_row("x", "csabstruct", {"map@r": 34.2}, **common)
+    with pytest.raises(ValueError, match="headline metric 'map_all' is missing"):
+        book.leaderboard_row("x", "csfcube", {"map_method": 3.0}, **common)
+    with pytest.raises(ValueError, match=r"unknown metrics \['map'\]"):
+        book.leaderboard_row("x", "csfcube", {"map": 3.0, "map_all": 3.0}, **common)
+    with pytest.raises(ValueError, match="data must be one of"):
+        book.leaderboard_row("x", "csfcube", metrics, data="synthetic", base_model="m", training="none")
+    with pytest.raises(ValueError, match="training must be a non-empty string"):
+        book.leaderboard_row("x", "csfcube", metrics, data="real", base_model="m", training="")
+
+
+def _store(chapter, profile, rows):
+    return book.save_results(chapter, profile, {}, [f"{chapter} data"], extra={"leaderboard": rows})
+
+
+@pytest.fixture()
+def results_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(book, "PAPER_TABLES", tmp_path / "paper_tables")
+    (tmp_path / "paper_tables").mkdir()
+    (tmp_path / "paper_tables" / "scidocs.csv").write_text(
+        "source,table,model,mag_f1,avg,note\nSciNCL,Table 1,SPECTER,82.0,80.0,\n")
+    return tmp_path / "results"
+
+
+def _row(method, benchmark, value, data="real", training="1 epoch", paper_model=None):
+    metric = book.BENCHMARKS[benchmark]["headline"]
+    return book.leaderboard_row(method, benchmark, {metric: value}, data=data, base_model="all-MiniLM-L6-v2",
+                                training=training, paper_model=paper_model)
+
+
+def test_leaderboard_table_collects_real_rows_of_every_chapter(results_store):
+    _store("benchmarks", "real", [_row("BM25 · abstract query", "csfcube", 30.5, training="none"),
+                                  _row("SPECTER (official rankings)", "csfcube", 34.23, training="none")])
+    _store("specter", "real", [_row("SPECTER", "csfcube", 36.0), _row("SPECTER", "scidocs", 60.0, data="replica"),
+                               _row("SPECTER", "csabstruct", 0.2)])
+    _store("specter", "smoke", [_row("SPECTER", "csfcube", 20.0)])
+    table = book.leaderboard_table("csfcube", "real")
+    assert table.index.tolist() == ["SPECTER", "SPECTER (official rankings)", "BM25 · abstract query"]
+    assert table["map_all"].tolist() == [36.0, 34.23, 30.5]
+    assert table.loc["SPECTER", "chapter"] == "specter" and table.loc["SPECTER", "training budget"] == "1 epoch"
+    assert book.leaderboard_table("csabstruct", "real").index.tolist() == ["SPECTER"]
+    assert book.leaderboard_table("scidocs", "real").empty  # replica rows are not on the real-data leaderboard
+    assert book.leaderboard_table("csfcube", "paper").empty
+
+
+def test_a_malformed_stored_row_names_its_results_file(results_store):
+    path = _store("specter", "real", [{"method": "SPECTER", "benchmark": "csfcube", "metrics": {"map_all": 0.5}}])
+    with pytest.raises(ValueError, match=re.escape(f"{path}: extra.leaderboard[0] is not a leaderboard row")):
+        book.leaderboard_rows("real")
+
+
+def test_reproduction_status_says_which_run_produced_each_cell(results_store, tmp_path):
+    _store("specter", "smoke", [_row("SPECTER", "csfcube", 20.0), _row("SPECTER", "scidocs", 50.0, "replica")])
+    _store("specter", "real", [_row("SPECTER", "csfcube", 36.0),
+                               _row("SPECTER", "scidocs", 61.25, "replica", paper_model="SPECTER")])
+    _store("scincl", "paper", [_row("SciNCL", "scidocs", 81.5, paper_model="SciNCL")])
+    status = book.reproduction_status()
+    assert status.loc["SPECTER", "CSFCube test (map_all)"] == "36.00 (paper: —) · real data, `real`"
+    assert status.loc["SPECTER", "SciDocs (avg)"] == "61.2 (paper 80.0) · replica only, `real`"
+    assert status.loc["SciNCL", "SciDocs (avg)"] == "81.5 (paper: —) · `paper` profile only"
+    assert status.loc["SciNCL", "CSFCube test (map_all)"] == "not run"
+    page = book.write_status_page(tmp_path / "status.md")
+    text = page.read_text()
+    assert "| SPECTER | " in text and "61.2 (paper 80.0)" in text and "Generated from the results store" in text
+    modified = page.stat().st_mtime_ns
+    book.write_status_page(page)
+    assert page.stat().st_mtime_ns == modified  # unchanged content is not rewritten
+
+
+def test_status_page_without_results(tmp_path, monkeypatch):
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "empty"))
+    assert "No chapter has stored results yet" in book.status_markdown()
+
+
+# ------------------------------------------------------------------------------------------ formatting
+def test_paper_vs_ours_tables_use_the_papers_precision(tmp_path, monkeypatch):
+    monkeypatch.setattr(book, "PAPER_TABLES", tmp_path)
+    (tmp_path / "t.csv").write_text("source,table,model,mag_f1,avg,p1,note\n"
+                                    "A,T1,SPECTER,82.0,80.0,0.445,\nA,T1,SciNCL,81.4,81.8,0.553,\n"
+                                    "B,T2,Thesis,81.78,80.70,0.5,\n")
+    ours = pd.DataFrame({"mag_f1": [70.123456], "avg": [60.25], "p1": [0.401965]}, index=["MiniLM"])
+    table = book.paper_vs_ours(ours, book.read_paper_table("t"), ["mag_f1", "avg", "p1"], "this book (smoke)")
+    assert book.is_paper_vs_ours(table)
+    assert book.column_decimals(table) == {"mag_f1": 1, "avg": 1, "p1": 3}
+    html = book.styled(table, "Profile: smoke").to_html()
+    assert "70.1<" in html and "0.402<" in html and "0.401965" not in html and "Profile: smoke" in html
+
+
+def test_only_paper_vs_ours_metric_tables_get_a_heatmap():
+    examples = pd.DataFrame({"reported by": ["SciToricsBERT, Table 1", "this book"],
+                             "sentence": ["We propose …", "We propose …"], "label": ["01", "01"]})
+    counts = pd.DataFrame({"sentences": [10, 20]}, index=["a", "b"])
+    assert not book.is_paper_vs_ours(examples) and book.paper_vs_ours_heatmap(examples, "t", "c") is None
+    assert not book.is_paper_vs_ours(counts)
+    decimals = book.column_decimals(pd.DataFrame({"n": [3, 4], "score": [0.12345, 0.5], "loss": [1.23456, 2.0]}))
+    assert decimals == {"n": 0, "score": 3, "loss": 2}
+    table = pd.DataFrame({"reported by": ["P, T1", "this book (smoke)"], "model": ["a", "b"], "x": [1.5, 2.25]})
+    figure = book.paper_vs_ours_heatmap(table, "t", "Profile: smoke")
+    assert figure is not None and [t.get_text() for t in figure.axes[0].texts] == ["1.5", "2.2"]
+
+
+# ------------------------------------------------------------------------------------------ Colab setup cell
+def test_setup_cell_reads_the_repository_from_config_and_is_idempotent(tmp_path, monkeypatch, tiny_notebook):
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/someone/fork/\n  branch: dev\n")
+    monkeypatch.setattr(book, "ROOT", tmp_path)
+    path = tiny_notebook("profile = 'smoke'\n", "print(1)\n", name="chapter", folder=tmp_path)
+    assert book.add_setup_cell(path) is True
+    assert book.add_setup_cell(path) is False
+    cells = nbformat.read(path, as_version=4).cells
+    assert [c.cell_type for c in cells] == ["markdown", "code", "code", "code"]
+    assert cells[1].metadata["tags"] == [book.SETUP_TAG, "remove-cell"]
+    assert '"https://github.com/someone/fork", "dev"' in cells[1].source
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/other/book\n")
+    assert book.add_setup_cell(path) is True  # the URL changed in _config.yml: the cell follows
+    cells = nbformat.read(path, as_version=4).cells
+    assert len(cells) == 4 and '"https://github.com/other/book", "main"' in cells[1].source
+    (tmp_path / "_config.yml").write_text("title: x\n")
+    with pytest.raises(ValueError, match="_config.yml: repository.url is missing"):
+        book.setup_cell_source()
+
+
+def test_the_book_config_holds_the_one_repository_url():
+    assert book.repository()["url"] in book.setup_cell_source()
+
+
+def _run_setup_cell(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+
+
+def test_setup_cell_outside_colab_installs_nothing_and_names_the_device():
+    harness = ("import subprocess\n"
+               "def refuse(*a, **k): raise SystemExit(f'ran {a}')\n"
+               "subprocess.run = refuse\n"
+               f"exec({book.setup_cell_source()!r})\n")
+    completed = _run_setup_cell(harness)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert re.search(r"^device: (CPU \(no GPU found\)|GPU \(.+\))$", completed.stdout, re.M), completed.stdout
+
+
+def test_setup_cell_on_colab_installs_only_when_sdr_is_missing():
+    repository = book.repository()["url"]
+    harness = ("import importlib.util, os, subprocess, sys, types\n"
+               "sys.modules['google.colab'] = types.ModuleType('google.colab')\n"
+               "calls = []\n"
+               "subprocess.run = lambda command, **k: calls.append(command)\n"
+               "os.chdir = lambda path: calls.append(['chdir', path])\n"
+               "real_find_spec = importlib.util.find_spec\n"
+               "importlib.util.find_spec = lambda name, *a: None if name == 'sdr' and MISSING else real_find_spec(name, *a)\n"
+               "for MISSING in (False, True):\n"
+               f"    exec({book.setup_cell_source()!r})\n"
+               "    print('calls', MISSING, calls)\n")
+    completed = _run_setup_cell(harness)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "calls False []" in completed.stdout  # installed already: nothing runs
+    installed = completed.stdout.split("calls True ")[1]
+    assert f"'git', 'clone', '--depth', '1', '--branch', 'main', '{repository}'" in installed
+    assert "'pip', 'install', '--quiet', '-e'" in installed and "--force-reinstall" not in installed
+    assert "torch" not in installed.split("'-e'")[1].split("]")[0]  # never installs torch itself
+
+
+# ------------------------------------------------------------------------------------------ dependency ranges
+def _direct_dependencies() -> list[Requirement]:
+    pyproject = tomllib.loads((book.ROOT / "pyproject.toml").read_text())
+    return [Requirement(text) for text in pyproject["project"]["dependencies"]]
+
+
+def _locked() -> dict[str, Version]:
+    pins = {}
+    for line in (book.ROOT / "requirements.lock").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins[re.sub(r"[-_.]+", "-", name.split("[")[0].strip().lower())] = Version(version.split(";")[0].strip())
+    return pins
+
+
+def test_direct_dependencies_are_ranges_that_admit_the_lock():
+    """pyproject.toml declares compatible ranges (Colab keeps its own CUDA torch); requirements.lock pins."""
+    locked = _locked()
+    for requirement in _direct_dependencies():
+        name = re.sub(r"[-_.]+", "-", requirement.name.lower())
+        assert not any(s.operator in ("==", "===") for s in requirement.specifier), \
+            f"pyproject.toml: {requirement} is an exact pin; pins belong in requirements.lock"
+        assert name in locked, f"requirements.lock does not pin {requirement.name}"
+        assert requirement.specifier.contains(locked[name], prereleases=True), \
+            f"pyproject.toml: {requirement} excludes the locked {locked[name]}"
+    torch = next(r for r in _direct_dependencies() if r.name == "torch")
+    for colab_torch in ("2.13.0", "2.6.0+cu124", "2.8.0+cu126"):  # the lock's, and CUDA builds Colab ships
+        assert torch.specifier.contains(colab_torch), (torch, colab_torch)
