@@ -18,6 +18,9 @@ from tqdm.auto import tqdm
 from sdr.jsonio import load_json, open_text, read_jsonl, require_file
 
 INTENTS = ("background", "method", "result")
+MISCELLANEOUS = "miscellaneous"
+"""The thesis' fourth aspect (Bansal §5.3): a link whose citation intent is unknown (an edge with no intent)."""
+ASPECTS = (*INTENTS, MISCELLANEOUS)
 
 
 @dataclass
@@ -61,6 +64,11 @@ class Citation:
 
     def count(self, intent: str) -> int:
         return dict(self.context_counts).get(intent, 0)
+
+    @property
+    def aspects(self) -> tuple[str, ...]:
+        """The edge's intents, or ``("miscellaneous",)`` when it carries none (thesis §5.3)."""
+        return self.intents or (MISCELLANEOUS,)
 
 
 class CitationGraph:
@@ -645,6 +653,79 @@ def scicite_graph(records: Iterable[dict]) -> CitationGraph:
     if len(graph) == 0:
         raise ValueError("scicite_graph: no records; expected SciCite records with citingPaperId/citedPaperId/label")
     return graph
+
+
+# --- Semantic Scholar Graph API citations with intents (the thesis' training data, §4.3) ---------
+
+#: Semantic Scholar's intent names → ours; an edge with no intent is the miscellaneous aspect.
+S2_INTENTS = {"background": "background", "methodology": "method", "result": "result"}
+
+
+def read_s2_citations(directory: str | Path) -> tuple[CitationGraph, dict[str, Paper], ReadReport]:
+    """Read the Semantic Scholar citation data the thesis trained on (Bansal §4.3).
+
+    ``directory`` holds pages of the Graph API as fetched per anchor paper, one JSON object a line:
+    ``references.jsonl`` (``GET /paper/{id}/references?fields=intents,contexts,isInfluential,title,abstract``)
+    and/or ``citations.jsonl`` (``…/citations``), each line ``{"paperId": <anchor>, "data": [{"intents",
+    "contexts", "citedPaper"|"citingPaper": {"paperId", "title", "abstract"}}, …]}``, and optionally
+    ``papers.jsonl`` (``/paper/batch`` records ``{"paperId", "title", "abstract"}``) for the anchors' texts.
+    Intents ``background``/``methodology``/``result`` become ours; an edge without intents is kept with
+    none (the miscellaneous aspect, :data:`MISCELLANEOUS`). Context count = number of contexts (at least 1).
+    Links whose other paper has no ``paperId`` (S2 returns ``null`` for papers outside its corpus) are
+    skipped and counted; an unknown intent or a malformed line raises ``ValueError`` naming file and line.
+    """
+    directory = Path(directory)
+    files = {name: directory / f"{name}.jsonl" for name in ("references", "citations")}
+    if not any(path.exists() for path in files.values()):
+        raise FileNotFoundError(f"{directory}: expected references.jsonl and/or citations.jsonl (Semantic Scholar pages)")
+    report = ReadReport(source=f"Semantic Scholar citations ({directory})")
+    graph = CitationGraph()
+    papers: dict[str, Paper] = {}
+
+    def remember(record: dict) -> None:
+        pid = str(record["paperId"])
+        if pid not in papers or not papers[pid].abstract:
+            papers[pid] = Paper(pid, _text(record.get("title")), _text(record.get("abstract")))
+
+    papers_file = directory / "papers.jsonl"
+    if papers_file.exists():
+        for line_number, record in read_jsonl(papers_file, "a /paper/batch record {paperId, title, abstract}"):
+            if not record.get("paperId"):
+                raise ValueError(f"{papers_file}:{line_number}: record without paperId")
+            remember(record)
+    for kind, path in files.items():
+        if not path.exists():
+            continue
+        other_key = "citedPaper" if kind == "references" else "citingPaper"
+        what = f"one API page per line {{paperId, data: [{{intents, contexts, {other_key}}}]}}"
+        for line_number, page in read_jsonl(path, what):
+            anchor, links = page.get("paperId"), page.get("data")
+            if not anchor or not isinstance(links, list):
+                raise ValueError(f"{path}:{line_number}: expected {what}, got keys {sorted(page)}")
+            anchor = str(anchor)
+            papers.setdefault(anchor, Paper(anchor, ""))
+            for link in links:
+                report.read += 1
+                other = link.get(other_key) if isinstance(link, dict) else None
+                if not isinstance(other, dict):
+                    raise ValueError(f"{path}:{line_number}: anchor {anchor}: link without {other_key!r}")
+                if not other.get("paperId"):
+                    report.note(f"{kind}: other paper has no paperId", anchor)
+                    continue
+                unknown = [i for i in (link.get("intents") or []) if i not in S2_INTENTS]
+                if unknown:
+                    raise ValueError(f"{path}:{line_number}: anchor {anchor}: unknown intents {unknown}; "
+                                     f"expected {sorted(S2_INTENTS)}")
+                intents = tuple(dict.fromkeys(S2_INTENTS[i] for i in link.get("intents") or []))
+                contexts = max(1, len(link.get("contexts") or []))
+                remember(other)
+                citing, cited = (anchor, str(other["paperId"])) if kind == "references" else (str(other["paperId"]), anchor)
+                graph.add(citing, cited, intents, {intent: contexts for intent in intents})
+                if not intents:
+                    report.note(f"{kind}: no intent (miscellaneous)", f"{citing}->{cited}")
+                report.kept += 1
+    print(report.summary())
+    return graph, papers, report
 
 
 # --- Leakage audit ---------------------------------------------------------------------------------

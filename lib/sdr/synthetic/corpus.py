@@ -72,6 +72,9 @@ class SyntheticConfig:
     p_same_field: float = 0.25  # the remaining ~10 % go anywhere
     p_author_self_citation: float = 0.25  # chance a paper also cites an older paper of a co-author
     self_loop_rate: float = 0.005  # papers that list themselves among their references
+    # edges whose intent is unknown (the thesis' miscellaneous aspect); drawn from a separate generator,
+    # so the rest of the corpus is the same as with 0
+    p_no_intent: float = 0.0
     coview_pairs_per_paper: float = 6.0
     coread_pairs_per_paper: float = 4.0
     p_activity_same_community: float = 0.8
@@ -448,6 +451,7 @@ def make_corpus(
     author_self_citations = 0
     self_loops: list[str] = []
     references: list[list[int]] = [[] for _ in range(n_papers)]
+    no_intent_rng = np.random.default_rng([seed, 7]) if config.p_no_intent > 0 else None
 
     def relation_of(i: int, j: int) -> str:
         if paper_community[i] == paper_community[j]:
@@ -461,6 +465,8 @@ def make_corpus(
         relation_counts[relation] += 1
         counts = _intents(relation, focus_methods[i][0] == focus_methods[j][0],
                           focus_data[i][0] == focus_data[j][0], draws)
+        if no_intent_rng is not None and no_intent_rng.random() < config.p_no_intent:
+            counts = {}  # an edge without intent: the miscellaneous aspect
         graph.add(ids[i], ids[j], tuple(counts), counts)
         references[i].append(j)
         cj = communities[paper_community[j]]
