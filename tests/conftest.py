@@ -1,6 +1,7 @@
 """Fixtures shared by the whole test suite.
 
 * ``shared_data`` — the real-data mirror (``$SDR_DATA``, which ``make test`` sets); skips when unset.
+* ``real_data`` — a factory ``real_data("csfcube")`` → ``$SDR_DATA/csfcube``; skips (naming SDR_DATA) when absent.
 * ``tiny_encoder`` — a 1-layer cut of the offline all-MiniLM-L6-v2 (max_length 32) on CPU, loaded once per
   session. It is SHARED: tests must not train it, add tokens to it or change its pooling; use
   ``fresh_tiny_encoder()`` for a private copy.
@@ -35,16 +36,36 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY_ENCODER_OPTIONS = {"num_layers": 1, "max_length": 32, "device": "cpu"}
 
 
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The real-data mirror named by ``$SDR_DATA``; the test is skipped when it is unset or missing."""
+def require_shared_data(relative: str | None = None) -> Path:
+    """``$SDR_DATA`` (or ``$SDR_DATA/relative``) — or skip the calling test with a reason naming SDR_DATA.
+
+    The one place that decides whether real data is there: unset, empty, a missing folder or a missing
+    file inside it all skip (``make test`` passes ``SDR_DATA=`` when ``../shared/data`` is absent).
+    """
     value = os.environ.get("SDR_DATA")
     if not value:
         pytest.skip("SDR_DATA is not set: real-data tests need the shared mirror (make test sets it)")
-    path = Path(value)
-    if not path.is_dir():
+    root = Path(value)
+    if not root.is_dir():
         pytest.skip(f"SDR_DATA={value} is not a directory: real-data tests need the shared mirror")
+    if relative is None:
+        return root
+    path = root / relative
+    if not path.exists():
+        pytest.skip(f"SDR_DATA={value} has no {relative}: this real-data test needs it from the shared mirror")
     return path
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real-data mirror named by ``$SDR_DATA``; the test is skipped when it is unset or missing."""
+    return require_shared_data()
+
+
+@pytest.fixture()
+def real_data() -> Callable[..., Path]:
+    """Factory ``real_data("csfcube/evaluation_splits.json")`` → ``$SDR_DATA/<relative>``, or skip naming SDR_DATA."""
+    return require_shared_data
 
 
 def _load_tiny_encoder():
@@ -80,8 +101,9 @@ def load_tiny_encoder() -> Callable:
 
 @pytest.fixture(scope="session")
 def synthetic_corpus():
-    """A 60-paper seeded synthetic corpus; skipped if :mod:`sdr.synthetic` cannot be imported."""
-    synthetic = pytest.importorskip("sdr.synthetic", reason="sdr.synthetic is not available")
+    """A 60-paper seeded synthetic corpus (:func:`sdr.synthetic.make_corpus`, seed 0)."""
+    from sdr import synthetic
+
     return synthetic.make_corpus(n_papers=60, seed=0)
 
 

@@ -9,7 +9,6 @@ import argparse
 import hashlib
 import io
 import json
-import os
 import re
 import tarfile
 from pathlib import Path
@@ -19,8 +18,6 @@ import pytest
 from sdr import datasets
 from sdr.datasets import DataFile, Dataset, DatasetUnavailable
 
-REAL = os.environ.get("SDR_DATA")
-needs_real = pytest.mark.skipif(not REAL or not (Path(REAL) / "csfcube").is_dir(), reason="needs $SDR_DATA")
 
 
 @pytest.fixture
@@ -60,15 +57,15 @@ def test_registry_entries_are_complete():
         datasets.get("nope")
 
 
-@needs_real
-def test_real_mirror_matches_the_registry_digests(monkeypatch):
-    monkeypatch.setenv("SDR_DATA", REAL)
+def test_real_mirror_matches_the_registry_digests(monkeypatch, real_data):
+    mirror = real_data("csfcube").parent
+    monkeypatch.setenv("SDR_DATA", str(mirror))
     for name in ("csfcube", "csabstruct", "scirepeval", "specter_sample"):
         status = datasets.verify(name)
         assert "mismatch" not in status.values() and "missing" not in status.values(), name
-        assert datasets.resolve(name, download=False) == Path(REAL) / datasets.get(name).folder
+        assert datasets.resolve(name, download=False) == mirror / datasets.get(name).folder
     assert datasets.verify("csfcube")["abstracts-csfcube-preds.jsonl"] == "absent"  # optional, not mirrored
-    assert datasets.data_root() == Path(REAL)
+    assert datasets.data_root() == mirror
 
 
 def test_lookup_order_sdr_data_then_cache(isolated, monkeypatch):
@@ -165,3 +162,62 @@ def test_cli_list_fetch_verify(isolated, monkeypatch, capsys):
     assert "toy: 1 ok, 0 mismatch, 0 missing, 1 absent, 0 unchecked" in capsys.readouterr().out
     assert call("data", "list") == 0
     assert re.search(r"^toy\s+cache\s", capsys.readouterr().out, flags=re.M)
+
+
+# ----------------------------------------------------------------------------- the no-data path
+# CI has the mirror, so it never takes the path of a fresh clone without one; these tests take it.
+
+
+@pytest.mark.parametrize("value", [None, "", "missing-folder"], ids=["unset", "empty", "missing-folder"])
+def test_real_data_tests_skip_naming_sdr_data_without_the_mirror(real_data, shared_data_skip_env, value):
+    shared_data_skip_env(value)
+    with pytest.raises(pytest.skip.Exception, match="SDR_DATA"):
+        real_data()
+    with pytest.raises(pytest.skip.Exception, match="SDR_DATA"):
+        real_data("csfcube/evaluation_splits.json")
+
+
+def test_real_data_test_skips_naming_the_missing_file(real_data, tmp_path, monkeypatch):
+    (tmp_path / "csfcube").mkdir()
+    monkeypatch.setenv("SDR_DATA", str(tmp_path))
+    assert real_data() == tmp_path and real_data("csfcube") == tmp_path / "csfcube"
+    with pytest.raises(pytest.skip.Exception, match=r"SDR_DATA=.* has no csfcube/evaluation_splits\.json"):
+        real_data("csfcube/evaluation_splits.json")
+
+
+@pytest.mark.parametrize("value", [None, "", "missing-folder"], ids=["unset", "empty", "missing-folder"])
+def test_auto_real_data_is_off_without_mirror_or_cache(shared_data_skip_env, value):
+    from sdr import book
+
+    shared_data_skip_env(value)
+    assert datasets.data_root() is None and datasets.locate("csfcube") is None
+    assert book.real_data_enabled("auto") is False and book.shared_data_dir() is None
+    assert book.real_data_enabled(True) is True and book.real_data_enabled("false") is False
+    with pytest.raises(ValueError, match="use_real_data must be true, false or 'auto'"):
+        book.real_data_enabled("sometimes")
+
+
+def test_auto_real_data_is_on_with_a_mirror_or_a_cache(tmp_path, monkeypatch):
+    from sdr import book
+
+    monkeypatch.setenv("SDR_DATA", str(tmp_path))
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "no-cache"))
+    assert book.real_data_enabled("auto") is True and book.shared_data_dir() == tmp_path
+    monkeypatch.delenv("SDR_DATA")
+    (tmp_path / "cache").mkdir()
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    assert book.real_data_enabled("auto") is True and book.shared_data_dir() == tmp_path / "cache"
+
+
+@pytest.fixture
+def shared_data_skip_env(tmp_path, monkeypatch):
+    """Sets SDR_DATA to unset (None), empty or a missing folder, with an empty cache that does not exist."""
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "no-cache"))
+
+    def apply(value):
+        if value is None:
+            monkeypatch.delenv("SDR_DATA", raising=False)
+        else:
+            monkeypatch.setenv("SDR_DATA", str(tmp_path / value) if value else "")
+
+    return apply

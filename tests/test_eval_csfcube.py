@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
@@ -17,8 +16,6 @@ from sdr.evaluate import csfcube, ranking
 from sdr.evaluate.embeddings import write_embeddings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "csfcube"
-REAL = Path(os.environ.get("SDR_DATA", "/nonexistent")) / "csfcube"
-needs_real = pytest.mark.skipif(not (REAL / "evaluation_splits.json").exists(), reason="needs $SDR_DATA/csfcube")
 
 # Hand computation of the three rank patterns of the fixture (see data/fixtures/csfcube/README.md).
 # NDCG (rank_metrics method 0): gains weighted 1, 1, 1/log2(3), 1/log2(4), ... by rank.
@@ -267,9 +264,15 @@ def test_abstracts_jsonl_is_preferred(tmp_path):
 # ----------------------------------------------------------------------------- real data
 
 
-@needs_real
-def test_official_specter_rankings_reproduce_the_published_numbers():
-    result = csfcube.evaluate(REAL, rankings_dir=REAL / "eval_scripts" / "sample_ranked_pools", name="specter")
+@pytest.fixture()
+def real_csfcube(real_data) -> Path:
+    """``$SDR_DATA/csfcube`` of the mirror; skips, naming SDR_DATA, without it."""
+    real_data("csfcube/evaluation_splits.json")
+    return real_data("csfcube")
+
+
+def test_official_specter_rankings_reproduce_the_published_numbers(real_csfcube):
+    result = csfcube.evaluate(real_csfcube, rankings_dir=real_csfcube / "eval_scripts" / "sample_ranked_pools", name="specter")
     # The issue's reference values, from the official script on the official SPECTER pools.
     assert round(result["test"]["all"]["map"], 4) == 0.3423
     assert round(result["test"]["all"]["ndcg%20"], 4) == 0.5328
@@ -277,23 +280,21 @@ def test_official_specter_rankings_reproduce_the_published_numbers():
     assert set(result["test"]) == {"background", "method", "result", "all"}
 
 
-@needs_real
-def test_real_splits_and_papers():
-    splits = csfcube.read_splits(REAL)
+def test_real_splits_and_papers(real_csfcube):
+    splits = csfcube.read_splits(real_csfcube)
     assert len(splits["all"]["fold1_test"]) + len(splits["all"]["fold2_test"]) == 50
-    papers = csfcube.read_csfcube_papers(REAL)
+    papers = csfcube.read_csfcube_papers(real_csfcube)
     assert len(papers) == 4205  # SOURCES.md: 4,205 distinct ids in readable_annotations
-    judged = {c for f in csfcube.FACETS for q in csfcube.read_annotations(REAL, f).values() for c in q}
-    queries = {row["pid"] for row in csfcube.read_queries(REAL)}
+    judged = {c for f in csfcube.FACETS for q in csfcube.read_annotations(real_csfcube, f).values() for c in q}
+    queries = {row["pid"] for row in csfcube.read_queries(real_csfcube)}
     assert judged | queries <= set(papers)
-    texts, report = csfcube.facet_query_texts(papers, REAL)
+    texts, report = csfcube.facet_query_texts(papers, real_csfcube)
     assert len(texts) == 50 and report["fallback_to_abstract"] == 0
 
 
-@needs_real
-def test_real_query_excluded_from_its_pool_as_in_the_official_run():
-    pools = csfcube.judged_pools(REAL, "background")
-    specter = json.loads((REAL / "eval_scripts" / "sample_ranked_pools" /
+def test_real_query_excluded_from_its_pool_as_in_the_official_run(real_csfcube):
+    pools = csfcube.judged_pools(real_csfcube, "background")
+    specter = json.loads((real_csfcube / "eval_scripts" / "sample_ranked_pools" /
                           "test-pid2pool-csfcube-specter-background-ranked.json").read_text())
     assert all(sorted(pools[q]) == sorted(c for c, _ in specter[q]) for q in specter)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
@@ -17,12 +16,14 @@ from sdr.synthetic.scirepeval import write_scirepeval
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "scirepeval"
 
 
-def real_registry() -> Path:
-    return Path(os.environ["SDR_DATA"]) / "scirepeval" / "scirepeval_tasks.jsonl"
+@pytest.fixture()
+def real_registry(real_data) -> Path:
+    """The official task registry in the mirror (skips, naming SDR_DATA, without it)."""
+    return real_data("scirepeval/scirepeval_tasks.jsonl")
 
 
-def test_real_registry_is_read_and_grouped():
-    tasks = scirepeval.read_registry(real_registry())
+def test_real_registry_is_read_and_grouped(real_registry):
+    tasks = scirepeval.read_registry(real_registry)
     by_name = {task.name: task for task in tasks}
     assert len(tasks) == 22
     assert {task.type for task in tasks} == set(scirepeval.TASK_TYPES)
@@ -40,7 +41,7 @@ def test_real_registry_is_read_and_grouped():
 
 def test_bad_registry_line_names_file_and_line(tmp_path):
     path = tmp_path / "tasks.jsonl"
-    lines = real_registry().read_text().splitlines()
+    lines = (FIXTURE / "scirepeval_tasks.jsonl").read_text().splitlines()
     path.write_text("\n".join([lines[0], '{"name": "X", "type": "ranking", "data": {"test": "x"}, "metrics": ["map"]}']))
     with pytest.raises(ValueError, match=r"tasks\.jsonl:2: task 'X' has type 'ranking'"):
         scirepeval.read_registry(path)
@@ -85,8 +86,8 @@ def test_ranking_tasks_match_hand_computation(fixture_results):
     assert fixture_results["tasks"]["TREC-CoVID"]["metrics"] == {"ndcg": round(100 / math.log2(3), 2)}
 
 
-def test_aggregates():
-    tasks = scirepeval.read_registry(real_registry())
+def test_aggregates(real_registry):
+    tasks = scirepeval.read_registry(real_registry)
     results = {"Search": {"metrics": {"ndcg": 80.0}}, "Biomimicry": {"metrics": {"f1": 60.0}},
                "Paper-Reviewer Matching": {"metrics": {"P_5": 40.0, "P_10": 20.0}},
                "SciDocs Cite": {"metrics": {"map": 90.0, "ndcg": 94.0}}}
@@ -159,8 +160,6 @@ def test_replica_registry_layout_and_scores(tmp_path):
     registry = scirepeval.read_registry(out / "scirepeval_tasks.jsonl")
     assert {task.type for task in registry} == set(scirepeval.TASK_TYPES)
     assert {task.group for task in registry} == {"in_train", "out_of_train", "scidocs"}
-    official = {json.loads(line)["name"] for line in real_registry().read_text().splitlines() if line.strip()}
-    assert {task.name for task in registry} <= official  # official names, official schema
     # Embed exactly what each task's metadata lists: nothing the evaluator needs may be absent.
     base = community_embeddings(corpus, noise=0.3)
     vectors = {}
@@ -176,3 +175,12 @@ def test_replica_registry_layout_and_scores(tmp_path):
     random = scirepeval.evaluate(out, {k: rng.normal(size=16) for k in vectors}, few_shot=False, progress=False)
     assert good["aggregates"]["scidocs"] > random["aggregates"]["scidocs"] + 20
     assert good["tasks"]["SciDocs MAG"]["metrics"]["f1_macro"] == 100.0
+
+
+def test_replica_task_names_are_official(tmp_path, real_registry):
+    from test_eval_scidocs import tiny_corpus
+
+    out = write_scirepeval(tiny_corpus(), tmp_path / "sre", n_queries=8, progress=False)
+    registry = scirepeval.read_registry(out / "scirepeval_tasks.jsonl")
+    official = {json.loads(line)["name"] for line in real_registry.read_text().splitlines() if line.strip()}
+    assert {task.name for task in registry} <= official  # official names, official schema

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ from sdr.evaluate import sentences
 from sdr.evaluate.embeddings import read_embeddings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "sentences"
-REAL = Path(os.environ.get("SDR_DATA", "/nonexistent")) / "csabstruct"
 
 
 def test_hand_computed_p_at_1_and_map_at_r(capsys):
@@ -114,9 +112,8 @@ def test_labels_file_round_trip(tmp_path):
     assert json.loads(path.read_text().splitlines()[0])["text"] == "Parsing is hard."
 
 
-@pytest.mark.skipif(not (REAL / "test.jsonl").exists(), reason="needs $SDR_DATA/csabstruct")
-def test_real_csabstruct_test_split():
-    items = sentences.read_csabstruct(REAL / "test.jsonl")
+def test_real_csabstruct_test_split(real_data):
+    items = sentences.read_csabstruct(real_data("csabstruct/test.jsonl"))
     assert len(items) == 1349  # SciToricsBERT Table 2: CSAbstruct 1,349 sentences, 5 labels
     assert len({s.label for s in items}) == 5
     assert len({s.id for s in items}) == 1349  # ids by line: every abstract_id in the file is 0
