@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("sdr.evaluate.cli", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph")
+COMMAND_MODULES = ("sdr.evaluate.cli", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets")
 
 
 def build_parser() -> argparse.ArgumentParser:
