@@ -1,0 +1,134 @@
+"""FLeW recipe (sdr.methods.flew): facet subgraph weights, the simplex grid, weight tuning on
+validation data only (CSFCube dev folds, MDCR val), facet papers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sdr import facets
+from sdr.corpus import CitationGraph, Paper
+from sdr.methods import flew
+
+
+def test_facet_subgraph_weights_are_context_counts():
+    graph = CitationGraph()
+    graph.add("a", "b", ["background", "method"], {"background": 3, "method": 1})
+    graph.add("a", "c", ["result"], {"result": 2})
+    graph.add("a", "c", ["result"], {"result": 1})  # a second mention adds its contexts
+    graph.add("b", "c", ["background"])  # no count given: one context
+    assert sorted(flew.facet_edges(graph, "background")) == [("a", "b", 3.0), ("b", "c", 1.0)]
+    assert flew.facet_edges(graph, "method") == [("a", "b", 1.0)]
+    assert flew.facet_edges(graph, "result") == [("a", "c", 3.0)]
+    table = flew.subgraph_table(graph)
+    assert table.loc["background", "total weight (repeated edges)"] == 4
+    assert table.loc["result", "edges with weight > 1"] == 1
+    with pytest.raises(ValueError, match="unknown facet"):
+        flew.facet_edges(graph, "objective")
+
+
+def test_facet_subgraphs_of_the_synthetic_corpus_carry_its_counts(synthetic_corpus):
+    graph = synthetic_corpus.graph
+    for facet in flew.FACETS:
+        edges = flew.facet_edges(graph, facet)
+        assert edges, facet
+        for citing, cited, weight in edges:
+            assert weight == graph.edge(citing, cited).count(facet) >= 1
+
+
+def test_simplex_grid():
+    interior = flew.simplex_grid(0.1)
+    assert len(interior) == 36  # W_x in {0.1..0.8}, sum 1: C(9, 2)
+    assert all(abs(sum(w) - 1) < 1e-9 and min(w) > 0 for w in interior)
+    assert len(set(interior)) == 36 and (0.8, 0.1, 0.1) in interior
+    full = flew.simplex_grid(0.1, interior=False)
+    assert len(full) == 66 and (1.0, 0.0, 0.0) in full
+    assert flew.simplex_grid(0.5, interior=False) == [(0.0, 0.0, 1.0), (0.0, 0.5, 0.5), (0.0, 1.0, 0.0),
+                                                       (0.5, 0.0, 0.5), (0.5, 0.5, 0.0), (1.0, 0.0, 0.0)]
+    with pytest.raises(ValueError):
+        flew.simplex_grid(0.3)
+    np.testing.assert_allclose(flew.combine({"background": [1, 0], "method": [0, 1], "result": [2, 2]},
+                                            (0.5, 0.25, 0.25)), [1.0, 0.75])
+
+
+def test_tune_weights_picks_the_best_point_and_refuses_a_test_split():
+    target = (0.2, 0.3, 0.5)
+    weights, table = flew.tune_weights(lambda w: -sum((a - b) ** 2 for a, b in zip(w, target)), split="val")
+    assert weights == target and len(table) == 36
+    with pytest.raises(ValueError, match="validation data only"):
+        flew.tune_weights(lambda w: 0.0, split="fold1_test")
+
+
+def test_csfcube_tuning_reads_only_each_folds_dev_queries(tmp_path, monkeypatch):
+    queries = {facet: [f"{i}_{facet}" for i in range(8)] for facet in (*flew.FACETS, "all")}
+    splits = {facet: {"fold1_dev": q[:4], "fold2_dev": q[4:], "fold1_test": q[4:], "fold2_test": q[:4]}
+              for facet, q in queries.items()}
+    (tmp_path / "evaluation_splits.json").write_text(json.dumps(splits))
+    read_during_tuning: list[set] = []
+
+    class Recording(dict):
+        def __getitem__(self, key):
+            if read_during_tuning and tuning[0]:
+                read_during_tuning[-1].add(key)
+            return dict.__getitem__(self, key)
+
+    rng = np.random.default_rng(0)
+
+    def fake_per_query(data_dir, vectors, ids, facets_to_rank=flew.FACETS):
+        return Recording({q: {m: float(rng.random()) for m in ("rp", "p@20", "r@20", "ndcg", "ndcg@20",
+                                                                "ndcg%20", "map", "mrr")}
+                          for facet in flew.FACETS for q in queries[facet]})
+
+    tuning = [False]
+    real_tune = flew.tune_weights
+
+    def spying_tune(score, split, grid=None):
+        tuning[0] = True
+        read_during_tuning.append(set())
+        try:
+            return real_tune(score, split, grid)
+        finally:
+            tuning[0] = False
+
+    monkeypatch.setattr(flew, "csfcube_per_query", fake_per_query)
+    monkeypatch.setattr(flew, "tune_weights", spying_tune)
+    vectors = {facet: np.zeros((2, 2)) for facet in flew.FACETS}
+    scores, chosen = flew.csfcube_crossval(tmp_path, vectors, ["x", "y"])
+    assert len(read_during_tuning) == 6  # 3 facets × 2 folds
+    for (_, row), read in zip(chosen.iterrows(), read_during_tuning):
+        dev = set(splits[row["facet"]][f"{row['fold']}_dev"])
+        assert read and read <= dev, (row["facet"], row["fold"], read - dev)
+    assert list(scores.index) == list(flew.FACETS)
+
+
+def test_mdcr_tuning_never_opens_the_test_split(synthetic_corpus, tmp_path):
+    from sdr.synthetic.mdcr import write_mdcr
+
+    folder = write_mdcr(synthetic_corpus, tmp_path / "mdcr", n_queries_per_field=3, progress=False)
+    (folder / "mdcr_test.json").write_text("not json: tuning must not read me")
+    ids = sorted(synthetic_corpus.papers)
+    rng = np.random.default_rng(0)
+    vectors = {facet: rng.normal(size=(len(ids), 8)) for facet in flew.FACETS}
+    weights, table = flew.mdcr_tune(folder, vectors, ids)
+    assert abs(sum(weights) - 1) < 1e-9 and len(table) == 36
+    assert table["score"].max() == pytest.approx(
+        flew.mdcr_scores(folder, flew.combine(vectors, weights), ids, "val")["avg"]["map"])
+
+
+class FirstHalf(facets.Splitter):
+    """Sentences 0..n/2 are background, the rest result (a deterministic splitter for the test)."""
+
+    def sentence_facets(self, abstracts):
+        return [["background" if i < len(a) / 2 else "result" for i in range(len(a))] for a in abstracts]
+
+
+def test_facet_papers_cut_abstracts_and_count_empty_facets():
+    papers = {"p": Paper("p", "Title", "One thing. Two things. Three things. Four things.")}
+    by_facet, report = flew.facet_papers(papers, FirstHalf())
+    assert by_facet["background"]["p"].abstract == "One thing. Two things."
+    assert by_facet["result"]["p"].abstract == "Three things. Four things."
+    assert by_facet["method"]["p"].text() == "Title"
+    assert report["empty facet (title only)"] == {"background": 0, "method": 1, "result": 0}
+    assert papers["p"].abstract.startswith("One thing")  # the source papers are not modified
