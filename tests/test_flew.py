@@ -132,3 +132,31 @@ def test_facet_papers_cut_abstracts_and_count_empty_facets():
     assert by_facet["method"]["p"].text() == "Title"
     assert report["empty facet (title only)"] == {"background": 0, "method": 1, "result": 0}
     assert papers["p"].abstract.startswith("One thing")  # the source papers are not modified
+
+
+FLEW_TASKS = ["relish", "reviewer", "same_author", "highinf_citation", "scidocs_prx", "review_score", "max_hindex",
+              "tweet_mentions", "citation_count", "pub_year", "nfcorpus", "trec_covid", "search", "biomimicry", "drsm",
+              "mesh", "fos", "scidocs_mag", "scidocs_mesh"]
+
+
+@pytest.mark.parametrize("name", ["flew_table1", "flew_table3"])
+def test_paper_total_avg_is_the_mean_of_the_19_tasks(name):
+    """FLeW's "Total AVG" is the unweighted mean of its 19 task columns: a checksum of the transcription."""
+    from sdr import book
+
+    table = book.read_paper_table(name)
+    assert len(table) == {"flew_table1": 6, "flew_table3": 9}[name]
+    mean = table[FLEW_TASKS].astype(float).mean(axis=1)
+    assert (mean - table["total_avg"].astype(float)).abs().max() <= 0.005 + 1e-9
+
+
+def test_paper_mdcr_avg_row_is_the_mean_of_the_19_fields():
+    from sdr import book
+
+    table = book.read_paper_table("flew_table2")
+    fields = table[table["field"] != "Avg"]
+    assert fields["field"].nunique() == 19
+    for model, rows in fields.groupby("model"):
+        printed = table[(table["field"] == "Avg") & (table["model"] == model)].iloc[0]
+        for metric in ("map", "recall_5"):
+            assert abs(rows[metric].astype(float).mean() - float(printed[metric])) <= 0.05 + 1e-9, (model, metric)
