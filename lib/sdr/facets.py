@@ -36,6 +36,7 @@ CLI: ``sdr facets train [--data-dir CSABSTRUCT] [--out MODEL]`` and
 from __future__ import annotations
 
 import json
+import os
 import sys
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -281,10 +282,12 @@ def read_csabstruct(path: str | Path) -> tuple[list[list[str]], list[list[str]]]
 
 
 def default_model_path() -> Path:
-    """Where ``sdr facets train`` caches the classifier: ``<sdr cache>/models/facets/<file>``."""
-    from sdr import datasets
-
-    return datasets.cache_dir() / "models" / "facets" / MODEL_FILE
+    """Where ``sdr facets train`` caches the classifier: ``$SDR_MODEL_CACHE/facets/<file>``, by default
+    ``~/.cache/sdr-models/facets/<file>``. Not inside the data cache (``~/.cache/sdr``), whose mere existence
+    switches ``use_real_data="auto"`` on (:func:`sdr.datasets.data_root`)."""
+    configured = os.environ.get("SDR_MODEL_CACHE")
+    root = Path(configured).expanduser() if configured else Path.home() / ".cache" / "sdr-models"
+    return root / "facets" / MODEL_FILE
 
 
 def train_classifier(data_dir: str | Path, out: str | Path | None = None, **options) -> tuple[SentenceClassifier, Path]:
