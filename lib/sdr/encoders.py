@@ -67,6 +67,14 @@ class Encoder(nn.Module):
         self.normalize = normalize
         self.device = pick_device(device) if not isinstance(device, torch.device) else device
         self.model.to(self.device)
+        # forward() runs a call's distinct texts in length-sorted chunks of at most this many padded
+        # tokens, each padded only to its own longest text (0: one chunk). The trainer sets both.
+        self.chunk_tokens = 0
+        # recompute each chunk's activations in backward (activation checkpointing per chunk): the memory
+        # of one chunk instead of the whole call, for about a third more compute
+        self.recompute_chunks = False
+        self._token_cache: dict[str, list[int]] = {}  # text -> token ids, so a run tokenizes each text once
+        self._cached_max_length = self.max_length
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -119,6 +127,7 @@ class Encoder(nn.Module):
                                                   replace_extra_special_tokens=False)
         if added:
             self.model.resize_token_embeddings(len(self.tokenizer))
+            self._token_cache.clear()  # texts with the new tokens now tokenize differently
         return added
 
     # ------------------------------------------------------------------ embedding
@@ -139,36 +148,110 @@ class Encoder(nn.Module):
                                return_tensors="pt")
         return {key: value.to(self.device) for key, value in batch.items()}
 
-    def forward(self, texts: Sequence[str]) -> torch.Tensor:
-        batch = self.tokenize(texts)
-        hidden = self.model(**batch).last_hidden_state
+    def token_ids(self, texts: Sequence[str], cache: bool = True) -> list[list[int]]:
+        """Token ids of each text (truncated to ``max_length``, no padding); cached per text when asked."""
+        if not cache:
+            return self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        if self._cached_max_length != self.max_length:  # ids were truncated to another length
+            self._token_cache.clear()
+            self._cached_max_length = self.max_length
+        missing = list(dict.fromkeys(t for t in texts if t not in self._token_cache))
+        if missing:
+            ids = self.tokenizer(missing, truncation=True, max_length=self.max_length)["input_ids"]
+            self._token_cache.update(zip(missing, ids))
+        return [self._token_cache[t] for t in texts]
+
+    def _pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if "token_type_ids" in self.tokenizer.model_input_names:
+            inputs["token_type_ids"] = torch.zeros_like(input_ids)
+        hidden = self.model(**inputs).last_hidden_state
         if self.pooling == "cls":
             pooled = hidden[:, 0]
         else:
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         if self.normalize:
             pooled = nn.functional.normalize(pooled, dim=-1)
         return pooled
 
+    def chunks(self, lengths: Sequence[int], max_rows: int = 0) -> list[np.ndarray]:
+        """Row indices in length-sorted chunks (longest first) of at most ``chunk_tokens`` padded tokens
+        (and ``max_rows`` rows when > 0); a chunk holds at least one row."""
+        order = np.argsort(-np.asarray(lengths), kind="stable")
+        chunks, start = [], 0
+        while start < len(order):
+            longest = lengths[order[start]]  # the chunk's first row is its longest
+            rows = len(order) - start
+            if self.chunk_tokens > 0:
+                rows = min(rows, max(1, self.chunk_tokens // max(longest, 1)))
+            if max_rows > 0:
+                rows = min(rows, max_rows)
+            chunks.append(order[start:start + rows])
+            start += rows
+        return chunks
+
+    def embed_token_ids(self, ids: Sequence[Sequence[int]], max_rows: int = 0) -> torch.Tensor:
+        """Embeddings of tokenized texts, in their order, run in length-sorted chunks each padded to its
+        own longest text (see :meth:`chunks`)."""
+        pad = self.tokenizer.pad_token_id or 0
+        lengths = [len(row) for row in ids]
+        parts, positions = [], []
+        for chunk in self.chunks(lengths, max_rows):
+            width = lengths[chunk[0]]
+            input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            attention_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, index in enumerate(chunk):
+                input_ids[row, :lengths[index]] = torch.as_tensor(ids[index])
+                attention_mask[row, :lengths[index]] = 1
+            input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
+            if self.recompute_chunks and torch.is_grad_enabled():
+                from torch.utils.checkpoint import checkpoint
+
+                parts.append(checkpoint(self._pool, input_ids, attention_mask, use_reentrant=False))
+            else:
+                parts.append(self._pool(input_ids, attention_mask))
+            positions.append(chunk)
+        pooled = torch.cat(parts) if len(parts) > 1 else parts[0]
+        order = np.concatenate(positions)
+        if np.array_equal(order, np.arange(len(order))):
+            return pooled
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return pooled[torch.as_tensor(inverse, device=pooled.device)]
+
+    def forward(self, texts: Sequence[str]) -> torch.Tensor:
+        """Embeddings of ``texts`` with gradients. Each distinct text is encoded once (repeats, e.g. a
+        query in several triplets, reuse its row), from cached token ids, in length-sorted chunks."""
+        texts = list(texts)
+        if not texts:
+            raise ValueError("Encoder.forward: no texts to embed")
+        distinct = list(dict.fromkeys(texts))
+        pooled = self.embed_token_ids(self.token_ids(distinct))
+        if len(distinct) == len(texts):
+            return pooled
+        row = {text: i for i, text in enumerate(distinct)}
+        return pooled[torch.as_tensor([row[t] for t in texts], device=pooled.device)]
+
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str], batch_size: int = 32, progress: bool = True,
                      desc: str = "encoding") -> np.ndarray:
-        """Embed texts in batches (longest first, so padding is small); returns float32 [n, d]."""
+        """Embed texts in batches of at most ``batch_size`` (tokenized once, sorted by token count so each
+        batch is padded only to its own longest text, and at most ``chunk_tokens`` padded tokens when that
+        is set); returns float32 [n, d]."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         was_training = self.training
         self.eval()
-        order = np.argsort([-len(t) for t in texts], kind="stable")
+        ids = self.token_ids(texts, cache=False)
         output = np.zeros((len(texts), self.dimension), dtype=np.float32)
         autocast = torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda" \
             else torch.autocast("cpu", enabled=False)
-        starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc=desc, disable=not progress, unit="batch"):
-            index = order[start:start + batch_size]
+        for index in tqdm(self.chunks([len(row) for row in ids], batch_size), desc=desc,
+                          disable=not progress, unit="batch"):
             with autocast:
-                vectors = self.forward([texts[i] for i in index])
+                vectors = self.embed_token_ids([ids[i] for i in index])
             output[index] = vectors.float().cpu().numpy()
         self.train(was_training)
         return output

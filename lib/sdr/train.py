@@ -49,6 +49,12 @@ class TrainConfig:
     checkpoint_every: int = 0  # optimizer steps; 0 = no intermediate checkpoints
     progress: bool = True
     bitfit: bool = False  # train only the encoder's bias terms (BitFit, Ben Zaken et al. 2022; SciNCL Table 2)
+    # Each forward pass runs its distinct texts in length-sorted chunks of at most this many padded tokens,
+    # each padded only to its own longest text (0: one chunk per call).
+    chunk_tokens: int = 16384
+    # Recompute each chunk's activations in the backward pass: memory of one chunk, not of the whole
+    # optimizer step, for about a third more compute. Turn on when the effective batch does not fit.
+    recompute_chunks: bool = False
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
@@ -66,6 +72,10 @@ class TrainResult:
     resumed_from_step: int
     validation: list[float] = field(default_factory=list)  # validate()'s score after each epoch
     best_epoch: int | None = None  # the epoch whose weights the encoder ends with (None: no validation)
+
+
+#: TrainConfig fields that do not change what a run computes: a resumed run may differ in them.
+NOT_IDENTITY = ("progress", "checkpoint_every", "recompute_chunks")
 
 
 class StopTraining(Exception):
@@ -148,6 +158,67 @@ def _trainable_parameters(encoder: Encoder, objective_module: nn.Module | None,
     return named
 
 
+def init_distributed() -> torch.device:
+    """Join the process group ``torchrun`` describes in the environment (gloo on CPU, NCCL on CUDA) and
+    return this process's device; :func:`train` then trains data-parallel over the group. A no-op
+    returning the default device when the script was not started by torchrun."""
+    import os
+
+    import torch.distributed as dist
+
+    cuda = torch.cuda.is_available()
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}") if cuda else torch.device("cpu")
+    if "WORLD_SIZE" in os.environ and not dist.is_initialized():
+        if cuda:
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if cuda else "gloo")
+    return device
+
+
+def _world() -> tuple[int, int]:
+    """(rank, world size) of the process group, (0, 1) without one."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _all_reduce_gradients(parameters: Sequence[nn.Parameter]) -> None:
+    """Sum every parameter's gradient over the process group in one flat all-reduce. A parameter no rank
+    gave a gradient keeps ``grad=None`` (so AdamW skips it, as in one process)."""
+    import torch.distributed as dist
+
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
+    present = torch.tensor([float(p.grad is not None) for p in parameters], device=grads[0].device,
+                           dtype=grads[0].dtype)
+    flat = torch.cat([g.reshape(-1) for g in grads] + [present])
+    dist.all_reduce(flat)
+    any_rank = flat[-len(parameters):].tolist()
+    offset = 0
+    for parameter, grad, has_grad in zip(parameters, grads, any_rank):
+        reduced = flat[offset:offset + grad.numel()].view_as(grad)
+        offset += grad.numel()
+        parameter.grad = reduced.clone() if has_grad > 0 else None
+
+
+def _calls(group: list[np.ndarray], example_wise: bool, rank: int, world: int) -> list[np.ndarray]:
+    """The objective calls of one optimizer step in this process.
+
+    An example-wise objective (its loss is the mean of per-example terms, like the triplet loss) is called
+    once on the whole step, so each distinct paper is encoded once per step and the encoder's
+    length-sorted chunks span the step; the gradient is the same as over the micro-batches. Other
+    objectives (in-batch negatives, PK losses) see exactly the sampled micro-batches. In data-parallel
+    training each process takes every ``world``-th example (example-wise) or micro-batch (otherwise).
+    """
+    if example_wise:
+        step = np.concatenate(group)
+        calls = [step[rank::world]] if world > 1 else [step]
+    else:
+        calls = group[rank::world] if world > 1 else group
+    return [batch for batch in calls if len(batch)]
+
+
 def _cpu_copy(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {key: value.detach().to("cpu", copy=True) for key, value in state.items()}
 
@@ -216,8 +287,8 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
 
     if resume and checkpoint_path is not None and checkpoint_path.exists():
         state = torch.load(checkpoint_path, map_location=encoder.device, weights_only=False)
-        saved = {k: v for k, v in state["config"].items() if k not in ("progress", "checkpoint_every")}
-        current = {k: v for k, v in asdict(config).items() if k not in ("progress", "checkpoint_every")}
+        saved = {k: v for k, v in state["config"].items() if k not in NOT_IDENTITY}
+        current = {k: v for k, v in asdict(config).items() if k not in NOT_IDENTITY}
         if saved != current:
             raise ValueError(f"{checkpoint_path}: written with a different TrainConfig {saved}; "
                              f"this run has {current}")
@@ -237,7 +308,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
     resumed_from = step
 
     def save_checkpoint() -> None:
-        if checkpoint_path is None:
+        if checkpoint_path is None or _world()[0] != 0:  # one writer in data-parallel training
             return
         checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
         temporary = checkpoint_path.with_suffix(".tmp")
@@ -254,6 +325,10 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
             objective_module.train(training)
 
     use_autocast = config.bf16 and encoder.device.type == "cuda"
+    rank, world = _world()
+    example_wise = bool(getattr(objective, "example_wise", False))
+    chunking_before = encoder.chunk_tokens, encoder.recompute_chunks
+    encoder.chunk_tokens, encoder.recompute_chunks = config.chunk_tokens, config.recompute_chunks
     # BitFit: no gradient for the frozen weights at all (saves their backward work); restored at the end
     frozen = [p for n, p in encoder.named_parameters() if config.bitfit and p.requires_grad
               and not n.endswith("bias")]
@@ -270,8 +345,8 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
                     continue  # done before the checkpoint we resumed from
                 optimizer.zero_grad(set_to_none=True)
                 group_size = sum(len(b) for b in group)
-                step_loss = 0.0
-                for batch in group:
+                step_loss = torch.zeros((), dtype=torch.float64)
+                for batch in _calls(group, example_wise, rank, world):
                     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_autocast):
                         loss = objective(encoder, [examples[i] for i in batch])
                     if not torch.isfinite(loss):
@@ -281,6 +356,10 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
                     # Weight by batch size so a short last batch counts as much as its examples.
                     (loss * len(batch) / group_size).backward()
                     step_loss += loss.item() * len(batch) / group_size
+                if world > 1:
+                    _all_reduce_gradients(trained_parameters)
+                    torch.distributed.all_reduce(step_loss)
+                step_loss = step_loss.item()
                 if config.max_grad_norm:
                     torch.nn.utils.clip_grad_norm_(trained_parameters, config.max_grad_norm)
                 learning_rate = scheduler.get_last_lr()[0]
@@ -310,6 +389,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
     finally:
         for parameter in frozen:
             parameter.requires_grad_(True)
+        encoder.chunk_tokens, encoder.recompute_chunks = chunking_before
     bar.close()
     set_mode(False)
 
@@ -322,6 +402,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
             objective_module.load_state_dict(best["objective"])
     if output_dir is not None:
         model_dir = output_dir / "model"
+    if model_dir is not None and rank == 0:
         if model_dir.exists():
             shutil.rmtree(model_dir)
         encoder.save(model_dir)
@@ -354,7 +435,12 @@ class TripletObjective:
     ``examples`` are :class:`sdr.samplers.Triplet`; ``texts`` maps a paper id to its input text. A
     triplet's own ``margin`` (CoSaEmb's margin gradation) is used when the loss is built with
     ``per_example_margin=True``.
+
+    ``example_wise = True`` tells the trainer the loss is a mean of per-triplet terms, so it may call the
+    objective once per optimizer step (each distinct paper encoded once per step) with the same gradient.
     """
+
+    example_wise = True
 
     def __init__(self, texts: Mapping[str, str], loss: TripletMarginLoss | None = None,
                  per_example_margin: bool = False):
@@ -375,7 +461,10 @@ class TripletObjective:
 
 class ContrastiveObjective:
     """SPECTERCL's objective: one anchor, P positives and N negatives per example, general contrastive
-    loss with temperature (thesis eq. 2.6). ``examples`` are :class:`sdr.samplers.ContrastiveExample`."""
+    loss with temperature (thesis eq. 2.6). ``examples`` are :class:`sdr.samplers.ContrastiveExample`.
+    Each example brings its own negatives (no in-batch negatives), so the loss is example-wise."""
+
+    example_wise = True
 
     def __init__(self, texts: Mapping[str, str], loss: GeneralContrastiveLoss | None = None):
         self.texts = texts
