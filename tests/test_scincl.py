@@ -73,3 +73,35 @@ def test_collisions_vanish_with_a_wide_margin():
     collisions = dict(zip(sweep["k_hard"], sweep["collisions"]))
     assert collisions[12] > 0 and collisions[40] == 0 and collisions[80] == 0
     assert collisions[12] >= collisions[14]
+
+
+# ------------------------------------------------------------------ the paper profile's training data
+
+
+def test_cite_prediction_triplets_come_through_the_registry_download_path(tmp_path, monkeypatch):
+    """SPECTER's and SciNCL's `paper` profile trains on SciRepEval's cite_prediction triplets; the
+    registry downloads them (here from a file:// copy in the layout of specter_small.json, as JSONL)
+    and the SciRepEval triplet reader reads what was downloaded."""
+    import dataclasses
+    import json
+
+    from sdr import datasets
+    from sdr.corpus import read_scirepeval_triplets
+
+    entry = datasets.get("scirepeval_cite_prediction")
+    assert entry.files[0].url == ("https://ai2-s2-research-public.s3-us-west-2.amazonaws.com/scirepeval/train/"
+                                  "cite_prediction/train.jsonl")
+    records = [{"query": {"corpus_id": i, "title": f"Query {i}", "abstract": "a query"},
+                "pos": {"corpus_id": 100 + i, "title": f"Cited {i}", "abstract": "a cited paper"},
+                "neg": {"corpus_id": 200 + i, "title": f"Other {i}", "abstract": "another paper"}} for i in range(3)]
+    upstream = tmp_path / "upstream" / "train.jsonl"
+    upstream.parent.mkdir()
+    upstream.write_text("".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    local = dataclasses.replace(entry, files=(dataclasses.replace(entry.files[0], url=upstream.as_uri()),))
+    folder = datasets.resolve(local, progress=False)
+    assert folder == tmp_path / "cache" / "scirepeval_cite_prediction"
+    triplets, report = read_scirepeval_triplets(folder / "train.jsonl")
+    assert [(q.title, p.title, n.title) for q, p, n in triplets] == [(f"Query {i}", f"Cited {i}", f"Other {i}")
+                                                                     for i in range(3)]

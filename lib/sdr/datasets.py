@@ -386,11 +386,26 @@ ACADEMIC_PHRASEBANK = _simple(
     },
 )
 
+# SciRepEval's README: `aws s3 sync --no-sign-request s3://ai2-s2-research-public/scirepeval/train train`;
+# training/sample_data/tasks_config.json reads the SPECTER task from train/cite_prediction/train.jsonl.
+SCIREPEVAL_CITE_PREDICTION = Dataset(
+    name="scirepeval_cite_prediction",
+    folder="scirepeval_cite_prediction",
+    description="SPECTER's training triplets as SciRepEval's cite_prediction training config "
+                "(query/pos/neg JSONL, the layout of scirepeval/sample_data/specter_small.json)",
+    licence="ODC-BY",
+    source="s3://ai2-s2-research-public/scirepeval/train/cite_prediction (allenai/scirepeval README and "
+           "training/sample_data/tasks_config.json); also Hugging Face allenai/scirepeval, config cite_prediction",
+    files=(DataFile("train.jsonl", "https://ai2-s2-research-public.s3-us-west-2.amazonaws.com/scirepeval/train/"
+                                   "cite_prediction/train.jsonl"),),
+)
+
 DATASETS: dict[str, Dataset] = {
     d.name: d
     for d in (
         _csfcube(), CSABSTRUCT, PUBMED_RCT, CFS3, CF_SENTENCES, SCIDOCS, MDCR, SCIREPEVAL, SCIREPEVAL_FULL,
         SCICITE, SCICITE_FULL, ACL_ARC, S2ORC_SAMPLE, SPECTER_SAMPLE, SPECTER_TRAINING, ACADEMIC_PHRASEBANK,
+        SCIREPEVAL_CITE_PREDICTION,
     )
 }
 
