@@ -611,3 +611,46 @@ def test_cli_build_documents_and_errors(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"bad.jsonl:2: expected"):
         cli(["cfs3", "build", "--phrasebank", str(FIXTURES / "phrases.tsv"), "--sentences", str(bad),
              "--out", str(out), "--no-progress"])
+
+
+def _write_csabstruct(folder: Path, splits: dict[str, list[tuple[str, str]]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, rows in splits.items():
+        (folder / f"{split}.jsonl").write_text(json.dumps(
+            {"abstract_id": 0, "sentences": [t for t, _ in rows], "labels": [g for _, g in rows]}) + "\n")
+    return folder
+
+
+def test_csabstruct_pool_is_the_train_split_unless_asked(tmp_path):
+    folder = _write_csabstruct(tmp_path / "csab", {
+        "train": [("We train a model.", "method")], "dev": [("Dev sentence.", "result")],
+        "test": [("Test sentence one.", "background"), ("Test sentence two.", "result")]})
+    sentences, report = csabstruct_sentences(folder, progress=False)
+    assert [s.id for s in sentences] == ["train:0:0"] and report == {"abstracts": 1, "sentences": 1}
+    sentences, _ = csabstruct_sentences(folder, splits=("train", "dev", "test"), progress=False)
+    assert len(sentences) == 4
+
+
+def test_cfs3_pool_excludes_the_evaluation_sentences(tmp_path):
+    """CSAbstruct dev/test sentences leave the pool by text, from every source, and the audit says so."""
+    from sdr.cfs3 import csabstruct_held_out, exclude_held_out, leakage_audit
+
+    folder = _write_csabstruct(tmp_path / "csab", {
+        "train": [("We train a model.", "method")], "dev": [("In this paper we propose X.", "objective")],
+        "test": [("Results are shown in Table 2.", "result"), ("Little is known about Y.", "background")]})
+    held_out = csabstruct_held_out(folder)
+    assert sorted(held_out) == ["CSAbstruct dev", "CSAbstruct test"] and len(held_out["CSAbstruct test"]) == 2
+    pool = [Sentence("a", "We train a model.", "csabstruct"),
+            Sentence("b", "results are  shown in table 2.", "csfcube"),     # case and spacing differ: still out
+            Sentence("c", "In this paper we propose X.", "s2orc"),
+            Sentence("d", "In this paper we propose Z.", "s2orc"),          # different text: kept
+            Sentence("e", "Little is known about Y.", "csfcube")]
+    kept, audit = exclude_held_out(pool, held_out)
+    assert [s.id for s in kept] == ["a", "d"]
+    by = audit.set_index(["held-out set", "pool source"])
+    assert by.loc[("CSAbstruct test", "csfcube"), "before"] == 2
+    assert by.loc[("CSAbstruct dev", "s2orc"), "before"] == 1
+    assert by.loc[("CSAbstruct test", "s2orc"), "before"] == 0
+    assert (audit["after"] == 0).all()
+    assert by.loc[("CSAbstruct test", "csfcube"), "removed from this source (any set)"] == 2
+    assert leakage_audit(kept, held_out)["pool sentences equal to a held-out one"].sum() == 0

@@ -113,8 +113,10 @@ def test_paper_table_1_sentences_get_the_papers_labels(dictionary, lemmatizer):
 
 
 def test_real_sentence_pools_have_the_documented_sizes():
-    csab, report = csabstruct_sentences(DATA / "csabstruct", progress=False)
+    csab, report = csabstruct_sentences(DATA / "csabstruct", splits=("train", "dev", "test"), progress=False)
     assert report == {"abstracts": 2189, "sentences": 14708}  # 11,333 + 2,026 + 1,349
+    train_only, report = csabstruct_sentences(DATA / "csabstruct", progress=False)  # the default: train only
+    assert report == {"abstracts": 1668, "sentences": 11333}
     scicite, report = scicite_sentences(DATA / "scicite", progress=False)
     assert len(scicite) == 2777 and report["splits_missing"] == ["train"]
     csfcube, report = csfcube_sentences(DATA / "csfcube", progress=False)
@@ -141,3 +143,18 @@ def test_distant_labels_against_csabstruct_gold(dictionary, lemmatizer):
     intro = result["confusion"].loc["introducing-work"]
     assert intro["background"] + intro["objective"] > intro["method"] + intro["result"]
     assert 0.0 < result["agreement"] <= result["majority_agreement"] <= 1.0
+
+
+def test_real_pool_without_csabstruct_dev_and_test():
+    """The book's real CFS3 pool holds no CSAbstruct dev/test sentence once filtered (any source)."""
+    from sdr.cfs3 import csabstruct_held_out, exclude_held_out, real_sentence_pool
+
+    parts, reports = real_sentence_pool(DATA)
+    assert sorted(parts) == ["CSAbstruct train", "CSFCube", "S2ORC", "SciCite"]
+    assert len(parts["CSAbstruct train"]) == 11333 and all(s.id.startswith("train:") for s in parts["CSAbstruct train"])
+    pool = [s for part in parts.values() for s in part]
+    held_out = csabstruct_held_out(DATA / "csabstruct")
+    assert [len(v) for v in held_out.values()] == [2026, 1349]
+    kept, audit = exclude_held_out(pool, held_out)
+    assert (audit["after"] == 0).all()
+    assert len(pool) - len(kept) == audit.groupby("pool source")["removed from this source (any set)"].first().sum()

@@ -6,8 +6,9 @@ whose code was never published:
 1. :mod:`~sdr.cfs3.phrases` — the Academic Phrasebank's 80 functions (label = position across the
    six pages), or a ``label<TAB>name<TAB>phrase`` file; :mod:`sdr.ppdb` — optional PPDB paraphrases;
 2. :mod:`~sdr.cfs3.ngrams` — lemmatised n-grams (n = 5) between placeholders, ambiguous ones dropped;
-3. :mod:`~sdr.cfs3.sentences` — pysbd sentence pools from S2ORC, CSFCube, CSAbstruct, SciCite, the
-   synthetic corpus or ``{"id","text"}`` JSONL;
+3. :mod:`~sdr.cfs3.sentences` — sentence pools from S2ORC, CSFCube, CSAbstruct (train only), SciCite,
+   the synthetic corpus or ``{"id","text"}`` JSONL, split with pysbd (the paper used NLTK);
+   :mod:`~sdr.cfs3.leakage` — evaluation sentences (CSAbstruct dev/test) kept out of the pool, by text;
 4. :mod:`~sdr.cfs3.matching` — hashed n-gram windows (+ the dependency-root check with a parser);
 5. :mod:`~sdr.cfs3.dataset` — JSONL, the 4:1 stratified split, statistics, agreement with gold labels;
    :mod:`~sdr.cfs3.released` — the released CFS3 files and comparisons with them.
@@ -17,7 +18,7 @@ whose code was never published:
 
 from __future__ import annotations
 
-from sdr.cfs3.build import PAPER_COUNTS, CFS3Build, build_cfs3, summary_lines
+from sdr.cfs3.build import PAPER_COUNTS, CFS3Build, build_cfs3, real_sentence_pool, summary_lines
 from sdr.cfs3.cli import register
 from sdr.cfs3.dataset import (
     CSABSTRUCT_LABELS,
@@ -31,6 +32,7 @@ from sdr.cfs3.dataset import (
     stratified_split,
     write_labelled,
 )
+from sdr.cfs3.leakage import csabstruct_held_out, exclude_held_out, leakage_audit, normalise_text
 from sdr.cfs3.matching import (
     NO_PARSER_NOTE,
     Hit,
@@ -84,5 +86,6 @@ __all__ = [
     "group_of", "label_table", "load_phrases", "merge_phrase_sets", "ngram_text", "ngrams", "planted_recovery", "read_labelled",
     "read_ngram_dict", "read_phrase_tsv", "read_phrasebank", "read_released_cfs3", "read_sentences_jsonl",
     "register", "repair_glued_words", "roots_of", "s2orc_sentences", "scicite_sentences", "split_at_placeholders",
-    "stratified_split", "summary_lines", "synthetic_sentences", "tokenize_sentences", "write_labelled",
+    "stratified_split", "summary_lines", "real_sentence_pool", "csabstruct_held_out", "exclude_held_out",
+    "leakage_audit", "normalise_text", "synthetic_sentences", "tokenize_sentences", "write_labelled",
 ]

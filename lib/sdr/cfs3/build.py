@@ -101,3 +101,26 @@ def summary_lines(build: CFS3Build) -> list[str]:
         stats.root_check_note,
     ]
     return lines
+
+
+def real_sentence_pool(data_root: str | Path, progress: bool = False) -> tuple[dict[str, list[Sentence]], dict]:
+    """The real sentences reachable offline, by source: what the book's CFS3 is matched against.
+
+    CSAbstruct *train* (its dev and test are evaluation data, see :mod:`sdr.cfs3.leakage`), SciCite's
+    citation sentences (dev and test: its train split is not in the mirror), the CSFCube abstracts and the
+    abstracts of the S2ORC metadata sample with Appendix A's filters. Returns ``({source: sentences},
+    {source: reader report})``; filter the union with :func:`sdr.cfs3.leakage.exclude_held_out` before use.
+    """
+    from sdr.cfs3.sentences import (S2ORCFilter, csabstruct_sentences, csfcube_sentences, s2orc_sentences,
+                                    scicite_sentences)
+
+    data_root = Path(data_root)
+    parts: dict[str, list[Sentence]] = {}
+    reports: dict[str, dict] = {}
+    parts["CSAbstruct train"], reports["CSAbstruct train"] = csabstruct_sentences(
+        data_root / "csabstruct", splits=("train",), progress=progress)
+    parts["SciCite"], reports["SciCite"] = scicite_sentences(data_root / "scicite", progress=progress)
+    parts["CSFCube"], reports["CSFCube"] = csfcube_sentences(data_root / "csfcube", progress=progress)
+    parts["S2ORC"], reports["S2ORC"] = s2orc_sentences(
+        data_root / "s2orc" / "metadata" / "sample.jsonl", options=S2ORCFilter(), progress=progress)
+    return parts, reports

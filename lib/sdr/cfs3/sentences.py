@@ -189,11 +189,15 @@ def s2orc_sentences(
 # --- sentence-labelled benchmarks ----------------------------------------------------------------
 
 def csabstruct_sentences(
-    directory: str | Path, splits: Iterable[str] = ("train", "dev", "test"), progress: bool = True,
+    directory: str | Path, splits: Iterable[str] = ("train",), progress: bool = True,
 ) -> tuple[list[Sentence], dict]:
     """CSAbstruct sentences (``{split}.jsonl``: ``abstract_id, sentences, labels``) with gold labels.
 
-    Ids are ``<split>:<abstract_id>:<k>`` (abstract ids restart per split).
+    Only the ``train`` split by default: CSAbstruct's dev and test sentences are what SciToricsBERT is
+    validated and scored on (paper 004, Table 4), so a CFS3 pool must not hold them; ask for them
+    explicitly (e.g. to measure label agreement) and keep them out of any training pool
+    (:func:`sdr.cfs3.leakage.exclude_held_out`). Ids are ``<split>:<abstract_id>:<k>`` (abstract ids
+    restart per split).
     """
     directory = Path(directory)
     sentences: list[Sentence] = []

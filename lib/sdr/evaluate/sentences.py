@@ -5,9 +5,10 @@ neighbours come from pytorch-metric-learning's ``AccuracyCalculator`` with ``k="
 (k = largest class size − 1 when the reference set includes the queries), the query itself is
 removed from its neighbours, and queries whose class has a single member are excluded. P@1 and MAP@R
 are ``precision_at_1`` and ``mean_average_precision_at_r`` of that calculator — the same calls as
-``train.py`` of kaisugi/rhetorical_aspect_embeddings (whose ``modules/utils.py`` is a copy of
-pytorch-metric-learning's). That script builds its evaluation batches with ``drop_last=True``, so it
-can leave out the last partial batch; here every sentence is scored.
+``train.py`` and ``visualize.py`` of kaisugi/rhetorical_aspect_embeddings (whose ``modules/utils.py`` is a
+copy of pytorch-metric-learning's). The test numbers of the paper come from ``visualize.py``, whose test
+loader scores every sentence, as here. ``drop_last=True`` belongs to ``train.py``'s *validation* loader
+(per-epoch model selection on CFS3's validation split), which can leave out a last partial batch.
 
 Readers for the four formats SciToricsBERT evaluates on: CSAbstruct JSONL (one abstract per line),
 PubMed-RCT text, the CF-labelled sentence TSVs (labels offset +11 methods, +17 results,

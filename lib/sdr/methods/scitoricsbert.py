@@ -1,0 +1,255 @@
+"""SciToricsBERT (Sugimoto & Aizawa 2022, paper 004): sentence embeddings of communicative function.
+
+The recipe: a pretrained encoder, the final [CLS] vector, fine-tuned on sentences labelled with their function
+(CFS3, built by distant supervision, :mod:`sdr.cfs3`) with one of five metric-learning losses
+(:func:`sdr.losses.metric_learning_loss`, values of Table 6), PK batches (App. B: P = 64, K = 1 for softmax
+cross-entropy and ArcFace, P = 8, K = 8 for the others), Adam at lr 2e-5, batch 64, up to five epochs,
+keeping the epoch with the best validation MAP@R (§4.1). Scored by sentence retrieval: every sentence a query
+against all others, P@1 and MAP@R on L2-normalised embeddings (:mod:`sdr.evaluate.sentences`).
+
+What the paper leaves open and the authors' code (kaisugi/rhetorical_aspect_embeddings) settles, kept here:
+no weight decay, no warm-up, a linear schedule, no gradient clipping, max_length 128, and dropout on the
+[CLS] vector before the softmax/ArcFace classifier (``modules/models.py``). What this module chooses itself
+is said where it happens (:func:`pk_batch_sampler` for label sets smaller than P).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from sdr.evaluate import sentences as sentence_eval
+from sdr.losses import METRIC_LEARNING_LOSSES, SCITORICS_PK, SCITORICS_SETTINGS, metric_learning_loss
+from sdr.samplers import PKBatchSampler
+from sdr.train import TrainConfig
+
+__all__ = [
+    "LOSSES", "PAPER_MODEL_NAMES", "PAPER_TRAINING", "LabelledExample", "SentenceFunctionObjective",
+    "label_space", "labelled_examples", "pk_shape", "pk_batch_sampler", "map_at_r_validator", "train_config",
+    "score_sentences", "cf_section_items", "CF_SECTIONS",
+]
+
+#: The five objectives, in the order of the paper's tables.
+LOSSES: tuple[str, ...] = ("softmax", "triplet", "arcface", "multi_similarity", "ntxent")
+assert set(LOSSES) == set(METRIC_LEARNING_LOSSES)
+
+#: Row names of ``data/paper_tables/scitoricsbert_table{3,4}.csv`` for each loss.
+PAPER_MODEL_NAMES: dict[str, str] = {
+    "softmax": "SciToricsBERT (Softmax loss)",
+    "triplet": "SciToricsBERT (Triplet loss)",
+    "arcface": "SciToricsBERT (ArcFace loss)",
+    "multi_similarity": "SciToricsBERT (MS loss)",
+    "ntxent": "SciToricsBERT (NT-Xent loss)",
+}
+
+#: Training settings: paper App. B (Adam, lr 2e-5, batch 64), §4.1 (≤ 5 epochs, best validation MAP@R), and
+#: the authors' ``modules/args.py`` defaults for what the paper does not state (weight decay 0, no warm-up,
+#: linear schedule) and their ``train.py`` (no gradient clipping, one micro-batch per step).
+PAPER_TRAINING: dict = {
+    "epochs": 5, "batch_size": 64, "accumulation_steps": 1, "learning_rate": 2e-5, "weight_decay": 0.0,
+    "schedule": "linear", "warmup_steps": 0, "max_grad_norm": 0.0,
+}
+
+#: The authors' tokenizer limit (``--max_length`` default 128).
+PAPER_MAX_LENGTH = 128
+
+#: Dropout on the [CLS] vector before the classifier of softmax and ArcFace (BERT's hidden_dropout_prob).
+CLASSIFIER_DROPOUT = 0.1
+
+
+def train_config(seed: int = 0, **overrides) -> TrainConfig:
+    """The paper's training settings (:data:`PAPER_TRAINING`) as a :class:`~sdr.train.TrainConfig`."""
+    settings = {**PAPER_TRAINING, "seed": seed, **overrides}
+    return TrainConfig(**settings)
+
+
+# --------------------------------------------------------------------------------------------- examples
+
+
+@dataclass(frozen=True)
+class LabelledExample:
+    """One training sentence: its text and its class index (``0 … num_classes - 1``)."""
+
+    text: str
+    label: int
+
+
+def label_space(*item_sets: Sequence) -> list[str]:
+    """The sorted labels of one or more item sets (anything with a ``label``), as strings.
+
+    SciToricsBERT's ``train.py`` sorts the union of the train and validation labels the same way.
+    """
+    return sorted({str(item.label) for items in item_sets for item in items})
+
+
+def labelled_examples(items: Sequence, labels: Sequence[str]) -> list[LabelledExample]:
+    """``items`` (with ``text`` and ``label``) as :class:`LabelledExample` indexed in ``labels``.
+
+    An item whose label is not in ``labels`` is an error naming it (nothing is dropped silently).
+    """
+    index = {label: i for i, label in enumerate(labels)}
+    examples = []
+    for position, item in enumerate(items):
+        key = str(item.label)
+        if key not in index:
+            raise ValueError(f"item {position} ({getattr(item, 'id', '?')}): label {key!r} is not in the label "
+                             f"space {list(labels)[:10]}{'…' if len(labels) > 10 else ''}")
+        if not isinstance(item.text, str) or not item.text.strip():
+            raise ValueError(f"item {position} ({getattr(item, 'id', '?')}): empty text")
+        examples.append(LabelledExample(item.text, index[key]))
+    return examples
+
+
+# --------------------------------------------------------------------------------------------- objective
+
+
+class SentenceFunctionObjective(nn.Module):
+    """SciToricsBERT's training objective: embed labelled sentences, apply one metric-learning loss.
+
+    The loss is one of :data:`LOSSES`, built by :func:`sdr.losses.metric_learning_loss` with the values the
+    paper reports (Table 6): softmax cross-entropy (eq. 1); triplet, m = 0.05 (eq. 2); ArcFace, m = 0.5 rad,
+    s = 16 (eq. 3); multi-similarity, α = 2, β = 40, λ = 0.75 (eq. 4); NT-Xent, T = 0.1 (eq. 5). No miner:
+    every in-batch pair or triplet is used (footnote 5). The objective is an ``nn.Module``: the classifier
+    weights of softmax cross-entropy and ArcFace are its parameters, so the trainer optimises them with the
+    encoder, saves them in checkpoints and in ``objective.pt``, and restores them on resume. As in the authors'
+    ``modules/models.py``, the [CLS] vector goes through dropout before those two classifiers.
+
+    Args:
+        loss: ``"softmax" | "triplet" | "arcface" | "multi_similarity" | "ntxent"``.
+        num_classes: number of labels (the classifier's outputs; needed by softmax and ArcFace).
+        embedding_size: the encoder's output dimension.
+        classifier_dropout: dropout on the embedding before the softmax/ArcFace classifier.
+        **settings: overrides of the Table 6 values (e.g. ``margin=0.1`` for triplet).
+
+    References:
+        Sugimoto & Aizawa, "Incorporating the Rhetoric of Scientific Language into Sentence Embeddings
+        using Phrase-guided Distant Supervision and Metric Learning", SDP 2022 (§3.3, App. B, Table 6).
+
+    Inputs:
+        +-----------------------------------------+-----------------------------------------------+
+        | Texts                                   | Labels                                        |
+        +=========================================+===============================================+
+        | a batch of :class:`LabelledExample`     | their ``label`` (class index), PK-batched     |
+        +-----------------------------------------+-----------------------------------------------+
+
+    Example:
+        ::
+
+            objective = SentenceFunctionObjective("softmax", num_classes=77, embedding_size=encoder.dimension)
+            result = train(encoder, examples, objective, train_config(),
+                           batch_sampler=pk_batch_sampler([e.label for e in examples], "softmax"),
+                           validate=map_at_r_validator(valid_texts, valid_labels))
+    """
+
+    def __init__(self, loss: str, num_classes: int, embedding_size: int,
+                 classifier_dropout: float = CLASSIFIER_DROPOUT, **settings):
+        super().__init__()
+        if loss not in LOSSES:
+            raise ValueError(f"SentenceFunctionObjective: unknown loss {loss!r}; expected one of {LOSSES}")
+        self.loss_name = loss
+        self.num_classes = int(num_classes)
+        self.loss = metric_learning_loss(loss, num_classes=num_classes, embedding_size=embedding_size, **settings)
+        # dropout before the classifier only; it follows the encoder's train/eval mode (see forward)
+        self.classifier_dropout = float(classifier_dropout) if loss in ("softmax", "arcface") else 0.0
+
+    def forward(self, encoder, examples: Sequence[LabelledExample]) -> torch.Tensor:
+        """The loss of one batch of labelled sentences."""
+        labels = [e.label for e in examples]
+        if min(labels) < 0 or max(labels) >= self.num_classes:
+            raise ValueError(f"{self.loss_name}: labels must lie in 0..{self.num_classes - 1}, got "
+                             f"{min(labels)}..{max(labels)}")
+        embeddings = encoder([e.text for e in examples]).float()  # PML losses in float32 under bf16 autocast
+        targets = torch.tensor(labels, dtype=torch.long, device=embeddings.device)
+        if self.classifier_dropout:
+            embeddings = nn.functional.dropout(embeddings, self.classifier_dropout, training=encoder.training)
+        return self.loss(embeddings, targets)
+
+
+# --------------------------------------------------------------------------------------------- batches
+
+
+def pk_shape(loss: str) -> tuple[int, int]:
+    """(P, K) of the PK batches for ``loss`` (paper App. B): P = 64, K = 1 for softmax/ArcFace, else 8 × 8."""
+    if loss not in SCITORICS_PK:
+        raise ValueError(f"pk_shape: unknown loss {loss!r}; expected one of {tuple(SCITORICS_PK)}")
+    return SCITORICS_PK[loss]
+
+
+def pk_batch_sampler(labels: Sequence[int], loss: str, max_batches: int | None = None) -> PKBatchSampler:
+    """The trainer's ``batch_sampler``: PK batches of ``loss``'s shape over the training ``labels``.
+
+    An epoch has ``len(labels) // (P·K)`` batches (the authors' ``length_before_new_iter = len(labels)``),
+    at most ``max_batches`` when given (the CPU profiles' budget). With fewer labels than P (CSAbstruct has 5;
+    the book's small CFS3 at ``real`` about 60) every batch holds all labels and still 64 sentences, spread
+    evenly over them (:class:`sdr.samplers.PKBatchSampler`): the book's choice, where the authors' sampler
+    (PML's ``MPerClassSampler``) refuses such data. Batches are a pure function of (seed, epoch).
+    """
+    labels = [int(x) for x in labels]
+    p, k = pk_shape(loss)
+    if len(set(labels)) < 2:
+        raise ValueError(f"pk_batch_sampler: metric learning needs at least 2 labels, got {len(set(labels))}")
+    per_epoch = max(1, len(labels) // (p * k))
+    if max_batches:
+        per_epoch = min(per_epoch, int(max_batches))
+    return PKBatchSampler(labels, p, k, num_batches=per_epoch, verbose=False)
+
+
+# --------------------------------------------------------------------------------------------- scoring
+
+
+def score_sentences(encoder, items: Sequence, batch_size: int = 64) -> dict:
+    """P@1 and MAP@R of ``items`` (each a query against all others), from ``encoder``'s embeddings."""
+    vectors = encoder.encode_texts([item.text for item in items], batch_size=batch_size, progress=False)
+    return sentence_eval.evaluate(vectors, [str(item.label) for item in items])
+
+
+def map_at_r_validator(items: Sequence, batch_size: int = 64) -> Callable:
+    """The trainer's ``validate(encoder) -> float``: MAP@R on a validation set (higher is better).
+
+    Every validation sentence is scored (the authors' validation loader drops a last partial batch and
+    samples classes; the book scores the whole split, which makes the selection deterministic).
+    """
+    items = list(items)
+    if len(Counter(str(item.label) for item in items)) < 2:
+        raise ValueError("map_at_r_validator: the validation set needs at least two labels")
+
+    def validate(encoder) -> float:
+        return float(score_sentences(encoder, items, batch_size)["map@r"])
+
+    return validate
+
+
+# --------------------------------------------------------------------------------------------- Table 3
+
+CF_SECTIONS: tuple[str, ...] = tuple(sentence_eval.CF_SECTION_OFFSETS)
+
+
+def cf_section_items(folder: str | Path, section: str) -> list:
+    """One section of the CF-labelled sentence set, train and eval files pooled over the four disciplines.
+
+    That is how the authors score Table 3 (``data/cf-sentence-dataset/convert.py`` writes
+    ``{section}_all.jsonl`` from both files of every discipline).
+    """
+    if section not in CF_SECTIONS:
+        raise ValueError(f"cf_section_items: unknown section {section!r}; expected one of {CF_SECTIONS}")
+    return [item for split in ("train", "eval")
+            for item in sentence_eval.read_cf_sentences(folder, split=split, sections=(section,))]
+
+
+def table3_row(scores_by_section: Mapping[str, Mapping]) -> dict:
+    """Table 3's columns from per-section scores: ``<section>_p@1``, ``<section>_map@r`` and their average."""
+    row = {}
+    for section in CF_SECTIONS:
+        row[f"{section}_p@1"] = float(scores_by_section[section]["p@1"])
+        row[f"{section}_map@r"] = float(scores_by_section[section]["map@r"])
+    row["avg_p@1"] = sum(row[f"{s}_p@1"] for s in CF_SECTIONS) / len(CF_SECTIONS)
+    row["avg_map@r"] = sum(row[f"{s}_map@r"] for s in CF_SECTIONS) / len(CF_SECTIONS)
+    return row
+
+
+SETTINGS = SCITORICS_SETTINGS  # the Table 6 values, re-exported for the chapter's settings table
