@@ -60,7 +60,8 @@ def test_finish_notebook_leaves_one_box_and_final_progress_bars():
     boxes = [cell for cell in notebook.cells if book.PROFILE_BOX_TAG in cell.metadata.get("tags", [])]
     assert len(boxes) == 1 and notebook.cells[3] is boxes[0]  # right after the parameter cells
     box = boxes[0].source
-    assert f":class: {book.PROFILE_BOX_CLASS}" in box and "the `real` profile" in box
+    assert box.startswith(":::{admonition} This page was built with the real profile\n") and box.endswith("\n:::")
+    assert f":class: {book.PROFILE_BOX_CLASS}" in box
     assert r"CSFCube (\$SDR\_DATA); synthetic \*replica\*" in box  # $ would open math, * emphasis
     assert "`epochs = 2`" in box and "`profile = " not in box
     outputs = notebook.cells[4].outputs
@@ -169,7 +170,7 @@ def test_reproduction_status_says_which_run_produced_each_cell(results_store, tm
 
 def test_status_page_without_results(tmp_path, monkeypatch):
     monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "empty"))
-    assert "No chapter has stored results yet" in book.status_markdown()
+    assert "No chapter has stored leaderboard rows yet" in book.status_markdown()
 
 
 # ------------------------------------------------------------------------------------------ formatting
@@ -184,6 +185,7 @@ def test_paper_vs_ours_tables_use_the_papers_precision(tmp_path, monkeypatch):
     assert book.column_decimals(table) == {"mag_f1": 1, "avg": 1, "p1": 3}
     html = book.styled(table, "Profile: smoke").to_html()
     assert "70.1<" in html and "0.402<" in html and "0.401965" not in html and "Profile: smoke" in html
+    assert ">0<" not in book.styled(table.set_axis(pd.Index([0, 1, 2, 3]))).to_html()  # row numbers hidden
 
 
 def test_only_paper_vs_ours_metric_tables_get_a_heatmap():

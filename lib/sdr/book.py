@@ -378,8 +378,10 @@ def profile_box(chapter: str, profile: str, parameters: Mapping, sources: Sequen
     values = " · ".join(f"`{key} = {value!r}`" for key, value in parameters.items() if key != "profile")
     data = "; ".join(_markdown_text(s) for s in sources) if sources else \
         "named in the caption under each table and figure"
+    # A colon fence: a backtick fence's info string may not hold backticks (CommonMark), and the title is
+    # kept free of them too.
     return "\n".join([
-        f"```{{admonition}} This page was built with the `{profile}` profile",
+        f":::{{admonition}} This page was built with the {_markdown_text(profile)} profile",
         f":class: {PROFILE_BOX_CLASS}",
         "",
         f"**Data:** {data}",
@@ -387,7 +389,7 @@ def profile_box(chapter: str, profile: str, parameters: Mapping, sources: Sequen
         f"**Parameters** (`profiles.yml`, profile `{profile}`): {values or 'the notebook defaults'}",
         "",
         f"**Rebuild it:** `sdr chapter {chapter} --profile {profile}` (see *How to reproduce*)",
-        "```",
+        ":::",
     ])
 
 
@@ -702,8 +704,8 @@ def status_markdown(results: Path | None = None) -> str:
     """The generated part of the intro page: :func:`reproduction_status` as a MyST table with a legend."""
     table = reproduction_status(results)
     if table.empty:
-        return ("*No chapter has stored results yet: `make book` runs them, and this table is generated from "
-                "what they store.*\n")
+        return ("*No chapter has stored leaderboard rows yet (`extra[\"leaderboard\"]` of its results, see "
+                "`sdr.book.leaderboard_row`): this table is generated from them when `make book` runs.*\n")
     header = "| method | " + " | ".join(_markdown_text(c) for c in table.columns) + " |"
     lines = [header, "|" + "---|" * (len(table.columns) + 1)]
     for method, row in table.iterrows():
@@ -764,8 +766,8 @@ def styled(table: pd.DataFrame, caption: str | None = None):
     """``table`` for display: numbers to the papers' precision (:func:`column_decimals`), NaN as "—"."""
     formats = {column: f"{{:,.{d}f}}" for column, d in column_decimals(table).items()}
     style = table.style.format(formats, na_rep="—")
-    if isinstance(table.index, pd.RangeIndex):
-        style = style.hide(axis="index")
+    if isinstance(table.index, pd.RangeIndex) or list(table.index) == list(range(len(table))):
+        style = style.hide(axis="index")  # a row number is not information (tables stored as JSON lose RangeIndex)
     if caption:
         style = style.set_caption(caption).set_table_styles(
             [{"selector": "caption", "props": [("caption-side", "bottom"), ("font-size", "85%")]}])
