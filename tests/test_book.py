@@ -272,7 +272,6 @@ def test_caption_names_profile_and_sources():
     assert book.caption("smoke", []) == "Profile: smoke · Data: none"
 
 
-@pytest.mark.skipif(not hasattr(book, "scidocs_row"), reason="book.scidocs_row not defined")
 def test_scidocs_row_averages_all_twelve_or_nothing():
     tasks = {"mag": {"f1": 80.0}, "mesh": {"f1": 90.0},
              "co-view": {"map": 70.0, "ndcg": 85.0}, "co-read": {"map": 72.0, "ndcg": 86.0},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -299,3 +300,91 @@ def test_ntxent_matches_paper_eq5():
         terms.append(-torch.log(numerator / (numerator + torch.exp(s[i][negative[i]] / t).sum())))
     expected = torch.stack(terms).mean()
     assert metric_learning_loss("ntxent")(points, labels).item() == pytest.approx(expected.item(), rel=1e-4)
+
+
+# ------------------------------------------- the four SciToricsBERT losses on one 4-example batch, by hand
+# Two classes, two examples each, in 2-D so every cosine is simple; the expected values are the papers'
+# formulas written out in numpy here, never computed by the library under test.
+
+FOUR = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 2.0], [-0.8, 0.6]])
+FOUR_LABELS = np.array([0, 0, 1, 1])
+
+
+def _cosines(x: np.ndarray) -> np.ndarray:
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return unit @ unit.T
+
+
+def _cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return float(-log_softmax[np.arange(len(labels)), labels].mean())
+
+
+def test_four_example_cosines_are_the_hand_values():
+    # cos(x0, x1) = 0.6, cos(x0, x2) = 0, cos(x1, x2) = 0.8, cos(x2, x3) = 0.6, cos(x0, x3) = -0.8, cos(x1, x3) = 0
+    expected = np.array([[1, 0.6, 0, -0.8], [0.6, 1, 0.8, 0], [0, 0.8, 1, 0.6], [-0.8, 0, 0.6, 1]])
+    np.testing.assert_allclose(_cosines(FOUR), expected, atol=1e-12)
+
+
+def test_softmax_cross_entropy_four_examples_by_hand():
+    loss = metric_learning_loss("softmax", num_classes=2, embedding_size=2).double()
+    weight, bias = np.array([[2.0, -1.0], [-0.5, 1.5]]), np.array([0.1, -0.2])
+    with torch.no_grad():
+        loss.loss.classifier.weight.copy_(torch.tensor(weight))
+        loss.loss.classifier.bias.copy_(torch.tensor(bias))
+    logits = FOUR @ weight.T + bias  # eq. 1: W x + b, then cross-entropy on the label
+    # row 0: logits (2.1, -0.7) -> -log softmax_0 = log(1 + e^-2.8)
+    assert _cross_entropy(logits[:1], FOUR_LABELS[:1]) == pytest.approx(math.log(1 + math.exp(-2.8)))
+    value = loss(torch.tensor(FOUR, dtype=torch.float64), torch.tensor(FOUR_LABELS))
+    assert value.item() == pytest.approx(_cross_entropy(logits, FOUR_LABELS), rel=1e-12)
+
+
+def test_arcface_four_examples_by_hand():
+    margin, scale = 0.5, 16.0  # paper 004, Table 6: m = 0.5 rad, s = 16
+    loss = metric_learning_loss("arcface", num_classes=2, embedding_size=2)
+    class_weights = np.array([[1.0, 1.0], [0.0, 1.0]])  # PML stores W as [embedding_size, num_classes]
+    with torch.no_grad():
+        loss.loss.W.copy_(torch.tensor(class_weights, dtype=loss.loss.W.dtype))
+    unit = FOUR / np.linalg.norm(FOUR, axis=1, keepdims=True)
+    centres = class_weights / np.linalg.norm(class_weights, axis=0, keepdims=True)
+    cosine = unit @ centres  # cos θ_j between each example and each class centre
+    target = np.zeros_like(cosine, dtype=bool)
+    target[np.arange(4), FOUR_LABELS] = True
+    # eq. 3: the target logit is s·cos(θ_y + m), the others s·cos θ_j
+    logits = scale * np.where(target, np.cos(np.arccos(np.clip(cosine, -1, 1)) + margin), cosine)
+    expected = _cross_entropy(logits, FOUR_LABELS)
+    value = loss(torch.tensor(FOUR, dtype=torch.float32), torch.tensor(FOUR_LABELS))
+    assert value.item() == pytest.approx(expected, rel=1e-4)
+    assert expected > _cross_entropy(scale * cosine, FOUR_LABELS)  # the margin makes the target harder
+
+
+def test_multi_similarity_four_examples_by_hand():
+    alpha, beta, lam = 2.0, 40.0, 0.75  # paper 004, Table 6
+    s = _cosines(FOUR)
+    # each anchor has one positive (its class mate) and two negatives
+    positives = {0: [1], 1: [0], 2: [3], 3: [2]}
+    negatives = {0: [2, 3], 1: [2, 3], 2: [0, 1], 3: [0, 1]}
+    per_anchor = [
+        np.log1p(sum(np.exp(-alpha * (s[i, p] - lam)) for p in positives[i])) / alpha
+        + np.log1p(sum(np.exp(beta * (s[i, n] - lam)) for n in negatives[i])) / beta
+        for i in range(4)
+    ]
+    # anchor 0: positive cos 0.6, negatives cos 0 and -0.8
+    assert per_anchor[0] == pytest.approx(math.log(1 + math.exp(-2 * (0.6 - 0.75))) / 2
+                                          + math.log(1 + math.exp(40 * -0.75) + math.exp(40 * -1.55)) / 40)
+    value = metric_learning_loss("multi_similarity")(torch.tensor(FOUR, dtype=torch.float64), torch.tensor(FOUR_LABELS))
+    assert value.item() == pytest.approx(float(np.mean(per_anchor)), rel=1e-6)
+
+
+def test_ntxent_four_examples_by_hand():
+    t = 0.1  # paper 004, Table 6
+    s = _cosines(FOUR)
+    pairs = [(0, 1), (1, 0), (2, 3), (3, 2)]  # the positive pairs; the other class gives the negatives
+    negatives = {0: [2, 3], 1: [2, 3], 2: [0, 1], 3: [0, 1]}
+    terms = [-np.log(np.exp(s[i, j] / t) / (np.exp(s[i, j] / t) + sum(np.exp(s[i, n] / t) for n in negatives[i])))
+             for i, j in pairs]
+    # pair (0, 1): cos 0.6 against negatives cos 0 and -0.8
+    assert terms[0] == pytest.approx(-math.log(math.exp(6) / (math.exp(6) + 1 + math.exp(-8))))
+    value = metric_learning_loss("ntxent")(torch.tensor(FOUR, dtype=torch.float64), torch.tensor(FOUR_LABELS))
+    assert value.item() == pytest.approx(float(np.mean(terms)), rel=1e-6)
