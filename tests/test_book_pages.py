@@ -99,6 +99,10 @@ def test_leaderboard_row_validates_and_converts():
         book.leaderboard_row("x", "scidoc", {"avg": 1.0}, **common)
     with pytest.raises(ValueError, match=r"map@r = 34.2 is outside \[0, 1.0\]"):  # × 100 where fractions belong
         book.leaderboard_row("x", "csabstruct", {"map@r": 34.2}, **common)
+    with pytest.raises(ValueError, match="avg = None is not a number"):
+        book.leaderboard_row("x", "scidocs", {"avg": None}, **common)
+    with pytest.raises(ValueError, match="avg = nan is outside"):
+        book.leaderboard_row("x", "scidocs", {"avg": float("nan")}, **common)
     with pytest.raises(ValueError, match="headline metric 'map_all' is missing"):
         book.leaderboard_row("x", "csfcube", {"map_method": 3.0}, **common)
     with pytest.raises(ValueError, match=r"unknown metrics \['map'\]"):
@@ -107,6 +111,14 @@ def test_leaderboard_row_validates_and_converts():
         book.leaderboard_row("x", "csfcube", metrics, data="synthetic", base_model="m", training="none")
     with pytest.raises(ValueError, match="training must be a non-empty string"):
         book.leaderboard_row("x", "csfcube", metrics, data="real", base_model="m", training="")
+
+
+def test_base_model_label_names_the_shared_encoder_one_way():
+    assert book.base_model_label("minilm", 0) == "all-MiniLM-L6-v2"
+    assert book.base_model_label("minilm", 2) == "all-MiniLM-L6-v2 (2 layers)"
+    assert book.base_model_label("allenai/scibert_scivocab_uncased") == "allenai/scibert_scivocab_uncased"
+    assert book.trained_here("2 epochs, 75 steps") and not book.trained_here("none")
+    assert not book.trained_here("external: SPECTER release")
 
 
 def _store(chapter, profile, rows):

@@ -552,6 +552,11 @@ the headline metric of the status map, and the paper table (``data/paper_tables`
 LEADERBOARD_DATA = ("real", "replica")
 
 
+def trained_here(training: str) -> bool:
+    """Whether a leaderboard row's ``training`` budget says the book trained it (not "none", "external: …")."""
+    return not (training.strip() in ("none", "—") or training.startswith("external"))
+
+
 def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *, data: str, base_model: str,
                     training: str, paper_model: str | None = None) -> dict:
     """One row of the leaderboard convention; chapters store a list of them as ``extra["leaderboard"]``.
@@ -565,7 +570,10 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
             evaluators' outputs.
         data: "real" (the real benchmark) or "replica" (the synthetic replica).
         base_model: the encoder every trained row starts from ("all-MiniLM-L6-v2"); "—" for lexical rankers.
-        training: the training budget, recorded ("2 epochs, 75 optimizer steps of 32 triplets" or "none").
+        training: the training budget the chapter recorded ("2 epochs, 75 optimizer steps of 32 triplets");
+            "none" for systems nothing trained (lexical rankers, the untrained encoder), "external: …" for
+            systems trained elsewhere ("external: SPECTER release"). The Summary checks that every row the book
+            trained on a benchmark shares one ``base_model``.
         paper_model: the ``model`` of this method in the benchmark's paper table, for the status map.
 
     Example::
@@ -587,8 +595,10 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
         raise ValueError(f"leaderboard row {method!r} ({benchmark}): the headline metric {spec['headline']!r} is missing")
     values = {}
     for name, value in metrics.items():
+        if not isinstance(value, (int, float)) and not hasattr(value, "item"):
+            raise ValueError(f"leaderboard row {method!r} ({benchmark}): {name} = {value!r} is not a number")
         value = float(value)
-        if not 0.0 <= value <= spec["scale"]:
+        if not 0.0 <= value <= spec["scale"]:  # also refuses NaN
             raise ValueError(f"leaderboard row {method!r} ({benchmark}): {name} = {value} is outside "
                              f"[0, {spec['scale']}] ({spec['units']})")
         values[name] = value
@@ -597,6 +607,13 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
             raise ValueError(f"leaderboard row: {name} must be a non-empty string, got {text!r}")
     return {"method": method, "benchmark": benchmark, "data": data, "base_model": base_model,
             "training": training, "paper_model": paper_model, "metrics": values}
+
+
+def base_model_label(model_name: str, model_layers: int = 0) -> str:
+    """The ``base_model`` of a leaderboard row from a chapter's ``model_name``/``model_layers`` parameters, so
+    every chapter names the shared encoder the same way ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2 (2 layers)")."""
+    label = "all-MiniLM-L6-v2" if model_name == "minilm" else str(model_name)
+    return f"{label} ({model_layers} layers)" if model_layers else label
 
 
 def csfcube_metrics(result: Mapping, split: str = "test") -> dict:
