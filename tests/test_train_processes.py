@@ -1,0 +1,133 @@
+"""Training across processes: a run killed with SIGKILL after a checkpoint and resumed by a new process ends
+with the weights of an uninterrupted run, and data-parallel training over two gloo processes (torchrun)
+ends with the weights of one process at the same global batch.
+
+The training processes run this file as a script (``python tests/test_train_processes.py MODE OUT``), on
+the tiny setting of ``test_train.py``: a 1-layer all-MiniLM-L6-v2 (max_length 32), CPU, float32.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from sdr.samplers import Triplet
+from sdr.train import TrainConfig, TripletObjective, train
+
+TEXTS = {
+    "a": "Graph neural networks for citation recommendation.",
+    "b": "Citation-informed transformers embed scientific documents.",
+    "c": "Protein structure prediction with attention.",
+    "d": "Folding proteins using deep learning and evolutionary data.",
+    "e": "Monetary policy and inflation expectations in small economies.",
+    "f": "Central bank communication moves interest rates.",
+    "g": "Contrastive learning of document representations from citations.",
+    "h": "Dark matter halos in cosmological simulations.",
+}
+TRIPLETS = [Triplet("a", "b", "c", "hard"), Triplet("c", "d", "e", "easy"), Triplet("e", "f", "h", "easy"),
+            Triplet("g", "a", "d", "hard"), Triplet("b", "g", "f", "easy"), Triplet("h", "c", "a", "easy"),
+            Triplet("d", "c", "g", "easy"), Triplet("f", "e", "b", "easy")]
+#: 8 triplets, batch 2 × accumulation 2 = 4 per optimizer step, 2 epochs: 4 optimizer steps
+CONFIG = dict(epochs=2, batch_size=2, accumulation_steps=2, learning_rate=1e-3, warmup_steps=1, seed=0,
+              checkpoint_every=1, progress=False)
+
+
+def _without_dropout(encoder):
+    """Dropout off (p=0) so one process and two draw no different masks; autograd is unchanged."""
+    for module in encoder.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return encoder
+
+
+def _run_worker(mode: str, out: Path) -> None:
+    """The training process: ``kill-me`` (slow steps, to be killed), ``resume``, or ``ddp``."""
+    from sdr.encoders import Encoder
+    from sdr.train import init_distributed
+
+    device = init_distributed() if mode == "ddp" else torch.device("cpu")
+    encoder = Encoder.load("minilm", num_layers=1, max_length=32, device=str(device))
+    if mode == "ddp":
+        _without_dropout(encoder)
+
+    def slow(row):  # leave the test time to see the checkpoint and kill the process
+        if mode == "kill-me":
+            time.sleep(1.0)
+
+    result = train(encoder, TRIPLETS, TripletObjective(TEXTS), TrainConfig(**CONFIG),
+                   output_dir=out if mode != "ddp" else None, resume=mode == "resume", callback=slow)
+    if int(os.environ.get("RANK", 0)) == 0:
+        torch.save(encoder.state_dict(), out / "final.pt")
+        (out / "result.json").write_text(json.dumps({"resumed_from_step": result.resumed_from_step,
+                                                     "loss": result.history["loss"].tolist()}))
+
+
+def _python(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def _assert_states(one: dict, two: dict, exact: bool) -> None:
+    assert one.keys() == two.keys()
+    for name in one:
+        if exact:
+            assert torch.equal(one[name], two[name]), name
+        else:
+            torch.testing.assert_close(one[name], two[name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_sigkill_after_a_checkpoint_then_resume_in_a_new_process(fresh_tiny_encoder, tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    killed = subprocess.Popen(_python(__file__, "kill-me", str(tmp_path)), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    checkpoint = tmp_path / "checkpoint.pt"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert checkpoint.exists(), f"no checkpoint appeared: {killed.communicate()[0].decode()[-2000:]}"
+    killed.send_signal(signal.SIGKILL)  # a real kill: no exception handler, no atexit, mid-step
+    killed.wait(timeout=30)
+    assert killed.returncode == -signal.SIGKILL
+    assert not (tmp_path / "final.pt").exists()  # it did not finish
+
+    reference = fresh_tiny_encoder()
+    reference_result = train(reference, TRIPLETS, TripletObjective(TEXTS), TrainConfig(**CONFIG))
+
+    resumed = subprocess.run(_python(__file__, "resume", str(tmp_path)), env=env, capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert 1 <= result["resumed_from_step"] < 4  # it really resumed from a checkpoint mid-run
+    assert result["loss"] == reference_result.history["loss"].tolist()
+    _assert_states(torch.load(tmp_path / "final.pt", weights_only=True), reference.state_dict(), exact=True)
+
+
+def test_two_gloo_processes_match_one_process_at_the_same_global_batch(fresh_tiny_encoder, tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    launched = subprocess.run(
+        _python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", __file__, "ddp",
+                str(tmp_path)), env=env, capture_output=True, text=True, timeout=300)
+    assert launched.returncode == 0, launched.stdout[-2000:] + launched.stderr[-2000:]
+
+    reference = _without_dropout(fresh_tiny_encoder())
+    reference_result = train(reference, TRIPLETS, TripletObjective(TEXTS), TrainConfig(**CONFIG))
+    initial = fresh_tiny_encoder().state_dict()
+    two_processes = torch.load(tmp_path / "final.pt", weights_only=True)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert len(result["loss"]) == 4
+    torch.testing.assert_close(torch.tensor(result["loss"], dtype=torch.float64),
+                               torch.tensor(reference_result.history["loss"].tolist(), dtype=torch.float64),
+                               rtol=1e-5, atol=1e-6)
+    _assert_states(two_processes, reference.state_dict(), exact=False)
+    moved = [n for n in initial if not torch.equal(initial[n], reference.state_dict()[n])]
+    assert len(moved) > 10  # training changed the weights, so the comparison is not trivial
+
+
+if __name__ == "__main__":
+    _run_worker(sys.argv[1], Path(sys.argv[2]))
