@@ -47,7 +47,8 @@ __all__ = [
     "SPECTERCL_VARIANTS", "SCIASPECT_VARIANTS", "L2_CONFIGS", "paper_train_config",
     "specter_cl_examples", "AspectExample", "AspectPools", "aspect_neighbours", "aspect_pools",
     "aspect_examples", "sciaspect_examples", "sciaspect_hybrid_examples", "sciaspect_l2_examples",
-    "AspectContrastiveObjective", "embedding_variants",
+    "AspectContrastiveObjective", "embedding_variants", "violations", "SCIDOCS_WITHOUT_RECOMM",
+    "average_without_recomm",
 ]
 
 #: τ of every contrastive run after Exp. 2.2 (Table 6.3: 0.05 was best).
@@ -497,3 +498,50 @@ def embedding_variants(objective: AspectContrastiveObjective, ids: Sequence[str]
     variants.update({a: dict(zip(ids, projected[a])) for a in ASPECT_SPACES})
     variants["concat"] = dict(zip(ids, np.concatenate([projected[a] for a in ASPECT_SPACES], axis=1)))
     return variants
+
+
+def violations(graph: CitationGraph, examples: Sequence[AspectExample], anchors: Iterable[str] = (),
+               level: str = "l1") -> list[str]:
+    """Every instance that breaks the thesis' rules, as messages (an empty list when all hold).
+
+    Checked per instance, from the graph alone: each positive is linked to the anchor in the instance's
+    aspect; each hard negative is linked (L1) or reached as a reference-of-reference (L2) in another
+    aspect (L2: never in this one, and not a direct link), is not a positive candidate of the aspect and not
+    one of ``anchors`` (pass the other anchors); the miscellaneous aspect has no hard negative; each easy
+    negative is neither linked to the anchor nor a reference-of-reference of it; a global negative (hybrid)
+    is not a direct link.
+    """
+    anchors = set(anchors)
+    problems = []
+    for e in examples:
+        neighbours = aspect_neighbours(graph, e.query)
+        second_hop = _second_hop_aspects(graph, e.query)
+        positive_candidates = {p for p, linked_in in neighbours.items() if e.aspect in linked_in}
+        hard, easy = e.negatives[:e.n_hard], e.negatives[e.n_hard:]
+        others = set(INTENTS) - {e.aspect}
+        where = f"{e.aspect} instance of {e.query}"
+        problems += [f"{where}: positive {p} not linked in {e.aspect}" for p in e.positives if p not in positive_candidates]
+        if e.aspect == MISCELLANEOUS and hard:
+            problems.append(f"{where}: hard negatives {hard} in the miscellaneous aspect")
+        for n in hard:
+            reached = neighbours.get(n, set()) if level == "l1" else second_hop.get(n, set())
+            broken = not reached & others or n in positive_candidates or n in anchors or n == e.query
+            if level == "l2":
+                broken |= e.aspect in reached or n in neighbours
+            if broken:
+                problems.append(f"{where}: hard negative {n} breaks the {level} rule")
+        problems += [f"{where}: easy negative {n} is linked to the anchor" for n in easy
+                     if n == e.query or n in neighbours or n in second_hop]
+        problems += [f"{where}: global negative {n} is a direct link" for n in e.global_negatives
+                     if n == e.query or n in neighbours]
+    return problems
+
+
+SCIDOCS_WITHOUT_RECOMM = ("mag_f1", "mesh_f1", "coview_map", "coview_ndcg", "coread_map", "coread_ndcg",
+                          "cite_map", "cite_ndcg", "cocite_map", "cocite_ndcg")
+"""The ten SciDocs metrics the chapter computes (the recommendations ranker is not trained on CPU)."""
+
+
+def average_without_recomm(table):
+    """``avg10``: the mean of the ten SciDocs metrics other than recommendations, per row of a DataFrame."""
+    return table[list(SCIDOCS_WITHOUT_RECOMM)].mean(axis=1, skipna=False)
