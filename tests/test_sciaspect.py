@@ -284,3 +284,21 @@ def test_synthetic_miscellaneous_edges_leave_the_rest_of_the_corpus_unchanged():
     assert 0.1 < len(without) / len(mixed.graph) < 0.3
     assert all(e.aspects == (MISCELLANEOUS,) for e in without)
     assert all(e.intents for e in plain.graph)
+
+
+def test_violations_flags_each_broken_rule():
+    graph = hand_graph()
+    good = sa.AspectExample("method", "Q", ["A"], ["B", "C", "r1"], n_hard=2)
+    assert sa.violations(graph, [good], anchors={"Q", "F"}) == []
+    broken = [
+        sa.AspectExample("method", "Q", ["B"], ["C"], n_hard=1),  # B is not linked in method
+        sa.AspectExample("method", "Q", ["A"], ["D"], n_hard=1),  # D is a method positive candidate
+        sa.AspectExample("method", "Q", ["A"], ["F"], n_hard=1),  # F is another anchor
+        sa.AspectExample("method", "Q", ["A"], ["E"], n_hard=1),  # E is linked only without intent
+        sa.AspectExample(MISCELLANEOUS, "Q", ["E"], ["A"], n_hard=1),  # misc has easy negatives only
+        sa.AspectExample("method", "Q", ["A"], ["X"], n_hard=0),  # X is a reference of a reference: not easy
+    ]
+    for example in broken:
+        assert sa.violations(graph, [example], anchors={"Q", "F"}), example
+    assert sa.violations(graph, [sa.AspectExample("method", "Q", ["A"], ["Y"], n_hard=1)], level="l2") == []
+    assert sa.violations(graph, [sa.AspectExample("method", "Q", ["A"], ["W"], n_hard=1)], level="l2")
