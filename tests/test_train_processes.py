@@ -39,12 +39,13 @@ CONFIG = dict(epochs=2, batch_size=2, accumulation_steps=2, learning_rate=1e-3, 
               checkpoint_every=1, progress=False)
 
 
-def _without_dropout(encoder):
-    """Dropout off (p=0) so one process and two draw no different masks; autograd is unchanged."""
-    for module in encoder.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-    return encoder
+class DropoutFreeTriplets(TripletObjective):
+    """SPECTER's objective with the encoder in eval mode (dropout off, autograd unchanged), so one process
+    and two draw no different dropout masks. Still example-wise: one call per optimizer step."""
+
+    def __call__(self, encoder, triplets):
+        encoder.eval()
+        return super().__call__(encoder, triplets)
 
 
 def _run_worker(mode: str, out: Path) -> None:
@@ -54,14 +55,13 @@ def _run_worker(mode: str, out: Path) -> None:
 
     device = init_distributed() if mode == "ddp" else torch.device("cpu")
     encoder = Encoder.load("minilm", num_layers=1, max_length=32, device=str(device))
-    if mode == "ddp":
-        _without_dropout(encoder)
 
     def slow(row):  # leave the test time to see the checkpoint and kill the process
         if mode == "kill-me":
             time.sleep(1.0)
 
-    result = train(encoder, TRIPLETS, TripletObjective(TEXTS), TrainConfig(**CONFIG),
+    objective = DropoutFreeTriplets(TEXTS) if mode == "ddp" else TripletObjective(TEXTS)
+    result = train(encoder, TRIPLETS, objective, TrainConfig(**CONFIG),
                    output_dir=out if mode != "ddp" else None, resume=mode == "resume", callback=slow)
     if int(os.environ.get("RANK", 0)) == 0:
         torch.save(encoder.state_dict(), out / "final.pt")
@@ -75,11 +75,11 @@ def _python(*args: str) -> list[str]:
 
 def _assert_states(one: dict, two: dict, exact: bool) -> None:
     assert one.keys() == two.keys()
-    for name in one:
-        if exact:
-            assert torch.equal(one[name], two[name]), name
-        else:
-            torch.testing.assert_close(one[name], two[name], rtol=1e-4, atol=1e-5, msg=name)
+    if exact:
+        different = [name for name in one if not torch.equal(one[name], two[name])]
+    else:
+        different = [name for name in one if not torch.allclose(one[name], two[name], rtol=1e-4, atol=1e-5)]
+    assert not different, f"{len(different)} tensors differ: {different[:8]}"
 
 
 def test_sigkill_after_a_checkpoint_then_resume_in_a_new_process(fresh_tiny_encoder, tmp_path):
@@ -115,8 +115,8 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(fresh_tin
                 str(tmp_path)), env=env, capture_output=True, text=True, timeout=300)
     assert launched.returncode == 0, launched.stdout[-2000:] + launched.stderr[-2000:]
 
-    reference = _without_dropout(fresh_tiny_encoder())
-    reference_result = train(reference, TRIPLETS, TripletObjective(TEXTS), TrainConfig(**CONFIG))
+    reference = fresh_tiny_encoder()
+    reference_result = train(reference, TRIPLETS, DropoutFreeTriplets(TEXTS), TrainConfig(**CONFIG))
     initial = fresh_tiny_encoder().state_dict()
     two_processes = torch.load(tmp_path / "final.pt", weights_only=True)
     result = json.loads((tmp_path / "result.json").read_text())
@@ -124,7 +124,14 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(fresh_tin
     torch.testing.assert_close(torch.tensor(result["loss"], dtype=torch.float64),
                                torch.tensor(reference_result.history["loss"].tolist(), dtype=torch.float64),
                                rtol=1e-5, atol=1e-6)
-    _assert_states(two_processes, reference.state_dict(), exact=False)
+    # The attention key bias has an exact gradient of zero (softmax is invariant to adding the same score
+    # to every key of a query), so its gradient is rounding noise that Adam scales up to full-size steps:
+    # it differs between any two summation orders. Every other parameter must agree.
+    reference_state = reference.state_dict()
+    comparable = [n for n in reference_state if not n.endswith("attention.self.key.bias")]
+    assert len(comparable) == len(reference_state) - 1
+    _assert_states({n: two_processes[n] for n in comparable}, {n: reference_state[n] for n in comparable},
+                   exact=False)
     moved = [n for n in initial if not torch.equal(initial[n], reference.state_dict()[n])]
     assert len(moved) > 10  # training changed the weights, so the comparison is not trivial
 
