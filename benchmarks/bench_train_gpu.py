@@ -45,7 +45,7 @@ def real_abstracts() -> list[str]:
         return []
     from sdr.jsonio import read_jsonl
 
-    return [" ".join(record["sentences"]) for record in read_jsonl(path)]
+    return [" ".join(record["sentences"]) for _, record in read_jsonl(path, "CSAbstruct records")]
 
 
 def device_line(device) -> tuple[str, float | None]:
