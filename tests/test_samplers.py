@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from sdr.corpus import CitationGraph, Paper
+from sdr.synthetic import make_corpus
 from sdr.samplers import (
     ContrastiveExample,
     PKBatchSampler,
@@ -371,8 +372,7 @@ def test_pk_small_class_sampled_with_replacement_and_errors():
 
 
 def test_undirected_triplets_on_the_synthetic_corpus():
-    synthetic = pytest.importorskip("sdr.synthetic")
-    corpus = synthetic.make_corpus(n_papers=300, seed=0, with_sections=False)
+    corpus = make_corpus(n_papers=300, seed=0, with_sections=False)
     triplets, report = undirected_triplets(corpus.graph, papers=corpus.papers, **QUIET)
     assert report.queries_used > 0 and report.examples == len(triplets)
 
