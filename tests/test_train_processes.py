@@ -124,14 +124,20 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(fresh_tin
     torch.testing.assert_close(torch.tensor(result["loss"], dtype=torch.float64),
                                torch.tensor(reference_result.history["loss"].tolist(), dtype=torch.float64),
                                rtol=1e-5, atol=1e-6)
-    # The attention key bias has an exact gradient of zero (softmax is invariant to adding the same score
-    # to every key of a query), so its gradient is rounding noise that Adam scales up to full-size steps:
-    # it differs between any two summation orders. Every other parameter must agree.
+    # Adam divides each gradient by its own running magnitude, so an element whose gradient is tiny (float
+    # rounding differs between one process and two: other summation orders) can take a full-size step
+    # either way. So each tensor is compared relative to how far training moved it: the two runs agree
+    # within 2 % of the update. Two tensors whose exact gradient is zero are left out, their updates being
+    # pure rounding noise: the attention key bias (softmax is invariant to adding the same score to every
+    # key of a query) and the last layer's output LayerNorm bias (it shifts every mean-pooled embedding by
+    # the same vector, which leaves the triplet loss's L2 distances unchanged).
     reference_state = reference.state_dict()
-    comparable = [n for n in reference_state if not n.endswith("attention.self.key.bias")]
-    assert len(comparable) == len(reference_state) - 1
-    _assert_states({n: two_processes[n] for n in comparable}, {n: reference_state[n] for n in comparable},
-                   exact=False)
+    zero_gradient = ("attention.self.key.bias", "layer.0.output.LayerNorm.bias")
+    comparable = [n for n in reference_state if not n.endswith(zero_gradient)]
+    assert len(comparable) == len(reference_state) - 2
+    far = [n for n in comparable if (two_processes[n] - reference_state[n]).norm()
+           > 0.02 * (reference_state[n] - initial[n]).norm() + 1e-6]
+    assert not far, f"{len(far)} tensors differ by more than 2 % of their update: {far[:8]}"
     moved = [n for n in initial if not torch.equal(initial[n], reference.state_dict()[n])]
     assert len(moved) > 10  # training changed the weights, so the comparison is not trivial
 
