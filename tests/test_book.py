@@ -294,3 +294,18 @@ def test_real_data_file_only_when_real_data_is_on_and_present(tmp_path, monkeypa
     assert book.real_data_file("sub/file.json") == tmp_path / "sub" / "file.json"
     assert book.real_data_file("sub/file.json", use_real_data=False) is None
     assert book.real_data_file("sub/missing.json") is None
+
+
+def test_results_store_round_trips_multiindex_tables(tmp_path, monkeypatch):
+    """Tables with MultiIndex rows or columns (CoSaEmb's counts, the splitter's scores) come back as stored."""
+    import pandas as pd
+
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path))
+    table = pd.DataFrame([[1, 2, 3, 4], [5, 6, 7, 8]],
+                         index=pd.MultiIndex.from_tuples([("a", "x"), ("b", "y")]),
+                         columns=pd.MultiIndex.from_tuples([("m", "1"), ("m", "2"), ("n", "1"), ("n", "2")]))
+    flat = pd.DataFrame({"score": [0.5, 0.25]}, index=["p", "q"])
+    book.save_results("roundtrip", "smoke", {"multi": table, "flat": flat}, ["test"])
+    restored = book.load_results("roundtrip", "smoke")[0]["tables"]
+    pd.testing.assert_frame_equal(restored["multi"], table)
+    pd.testing.assert_frame_equal(restored["flat"], flat)

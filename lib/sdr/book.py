@@ -233,10 +233,17 @@ def _jsonable(value):
     return value
 
 
+def _labels(labels: list):
+    """Row or column labels as ``to_json(orient="split")`` wrote them: a MultiIndex comes back as lists."""
+    if labels and all(isinstance(label, list) for label in labels):
+        return pd.MultiIndex.from_tuples([tuple(label) for label in labels])
+    return labels
+
+
 def _from_jsonable(value):
     if isinstance(value, dict) and "__table__" in value:
         split = value["__table__"]
-        return pd.DataFrame(split["data"], index=split["index"], columns=split["columns"])
+        return pd.DataFrame(split["data"], index=_labels(split["index"]), columns=_labels(split["columns"]))
     if isinstance(value, dict):
         return {k: _from_jsonable(v) for k, v in value.items()}
     return value
