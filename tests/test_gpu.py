@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from sdr.encoders import Encoder
-from sdr.samplers import Triplet
 from sdr.train import TrainConfig, TripletObjective, evaluate_loss, train
+from training_toy import TEXTS, TRIPLETS
 
 pytestmark = [
     pytest.mark.gpu,
@@ -24,18 +24,6 @@ pytestmark = [
                        reason="no CUDA GPU (torch.cuda.is_available() is False): the bf16/CUDA paths need one"),
 ]
 
-TEXTS = {
-    "a": "Graph neural networks for citation recommendation.",
-    "b": "Citation-informed transformers embed scientific documents.",
-    "c": "Protein structure prediction with attention.",
-    "d": "Folding proteins using deep learning and evolutionary data.",
-    "e": "Monetary policy and inflation expectations in small economies.",
-    "f": "Central bank communication moves interest rates.",
-    "g": "Contrastive learning of document representations from citations.",
-    "h": "Dark matter halos in cosmological simulations.",
-}
-TRIPLETS = [Triplet("a", "b", "c", "hard"), Triplet("c", "d", "e", "easy"), Triplet("e", "f", "h", "easy"),
-            Triplet("g", "a", "d", "hard"), Triplet("b", "g", "f", "easy"), Triplet("h", "c", "a", "easy")]
 
 
 def _encoder(device: str, layers: int = 2) -> Encoder:

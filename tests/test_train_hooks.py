@@ -14,34 +14,13 @@ import pytest
 import torch
 from torch import nn
 
-from sdr.samplers import PKBatchSampler, Triplet
-from sdr.train import StopTraining, TrainConfig, TripletObjective, train
-
-TEXTS = {
-    "a": "Graph neural networks for citation recommendation.",
-    "b": "Citation-informed transformers embed scientific documents.",
-    "c": "Protein structure prediction with attention.",
-    "d": "Folding proteins using deep learning and evolutionary data.",
-    "e": "Monetary policy and inflation expectations in small economies.",
-    "f": "Central bank communication moves interest rates.",
-    "g": "Contrastive learning of document representations from citations.",
-    "h": "Dark matter halos in cosmological simulations.",
-}
-TRIPLETS = [
-    Triplet("a", "b", "c", "hard"),
-    Triplet("c", "d", "e", "easy"),
-    Triplet("e", "f", "h", "easy"),
-    Triplet("g", "a", "d", "hard"),
-    Triplet("b", "g", "f", "easy"),
-    Triplet("h", "c", "a", "easy"),
-]
+from sdr.samplers import PKBatchSampler
+from sdr.train import StopTraining, TripletObjective, train
+from training_toy import TEXTS, TRIPLETS
+from training_toy import toy_config as _config
 
 
-def _config(**changes) -> TrainConfig:
-    settings = dict(epochs=2, batch_size=2, accumulation_steps=1, learning_rate=1e-3, warmup_steps=1,
-                    schedule="linear", seed=0, checkpoint_every=2, progress=False)
-    settings.update(changes)
-    return TrainConfig(**settings)
+
 
 
 def _state(module: nn.Module) -> dict[str, torch.Tensor]:

@@ -20,20 +20,10 @@ import torch
 
 from sdr.samplers import Triplet
 from sdr.train import TrainConfig, TripletObjective, train
+from training_toy import TEXTS
+from training_toy import TRIPLETS as TOY_TRIPLETS
 
-TEXTS = {
-    "a": "Graph neural networks for citation recommendation.",
-    "b": "Citation-informed transformers embed scientific documents.",
-    "c": "Protein structure prediction with attention.",
-    "d": "Folding proteins using deep learning and evolutionary data.",
-    "e": "Monetary policy and inflation expectations in small economies.",
-    "f": "Central bank communication moves interest rates.",
-    "g": "Contrastive learning of document representations from citations.",
-    "h": "Dark matter halos in cosmological simulations.",
-}
-TRIPLETS = [Triplet("a", "b", "c", "hard"), Triplet("c", "d", "e", "easy"), Triplet("e", "f", "h", "easy"),
-            Triplet("g", "a", "d", "hard"), Triplet("b", "g", "f", "easy"), Triplet("h", "c", "a", "easy"),
-            Triplet("d", "c", "g", "easy"), Triplet("f", "e", "b", "easy")]
+TRIPLETS = [*TOY_TRIPLETS, Triplet("d", "c", "g", "easy"), Triplet("f", "e", "b", "easy")]
 #: 8 triplets, batch 2 × accumulation 2 = 4 per optimizer step, 2 epochs: 4 optimizer steps
 CONFIG = dict(epochs=2, batch_size=2, accumulation_steps=2, learning_rate=1e-3, warmup_steps=1, seed=0,
               checkpoint_every=1, progress=False)
