@@ -473,7 +473,7 @@ def nearest_neighbours(
     ``metric``: ``"ip"`` (inner product, PBG's ``dot``), ``"cosine"`` (PBG's ``cos``) or ``"l2"``
     (scores are squared distances, smaller is nearer). ``k`` is clipped to ``len(ids) - 1``.
     """
-    import faiss
+    from sdr.samplers import flat_index
 
     matrix = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
     ids = [str(pid) for pid in ids]
@@ -484,11 +484,7 @@ def nearest_neighbours(
     k = min(k, len(ids) - 1)
     if k < 1:
         raise ValueError(f"nearest_neighbours: need k >= 1 and at least 2 vectors, got k={k}, {len(ids)} ids")
-    if metric == "cosine":
-        matrix = matrix.copy()
-        faiss.normalize_L2(matrix)
-    index = faiss.IndexFlatL2(matrix.shape[1]) if metric == "l2" else faiss.IndexFlatIP(matrix.shape[1])
-    index.add(matrix)
+    index, matrix = flat_index(matrix, metric)
     position = {pid: i for i, pid in enumerate(ids)}
     queries = ids if query_ids is None else [str(q) for q in query_ids]
     missing = [q for q in queries if q not in position]

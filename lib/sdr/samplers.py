@@ -552,6 +552,22 @@ def contrastive_examples(
 # ------------------------------------------------------------------------------- SciNCL kNN bands
 
 
+def flat_index(vectors: np.ndarray, metric: str):
+    """An exact FAISS index over float32 ``vectors`` for ``metric`` ("ip", "cosine" or "l2").
+
+    Returns ``(index, vectors)``: for "cosine" the vectors are an L2-normalised copy (search the queries in
+    that copy), otherwise the array passed in.
+    """
+    import faiss
+
+    if metric == "cosine":
+        vectors = vectors.copy()
+        faiss.normalize_L2(vectors)
+    index = faiss.IndexFlatL2(vectors.shape[1]) if metric == "l2" else faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    return index, vectors
+
+
 def knn_band_triplets(
     embeddings: np.ndarray,
     ids: Sequence[str],
@@ -588,8 +604,6 @@ def knn_band_triplets(
     paper's "filtered random" easy negatives are drawn from all ``ids`` (SciNCL draws from the queries).
     Queries are searched in chunks of ``batch_size`` so memory stays ``batch_size × max(k)``.
     """
-    import faiss
-
     vectors = np.ascontiguousarray(np.asarray(embeddings, dtype=np.float32))
     ids = [str(pid) for pid in ids]
     if vectors.ndim != 2:
@@ -626,11 +640,7 @@ def knn_band_triplets(
         c_pos, c_hard = min(c_pos, k_pos), min(c_hard, k_hard)
     k_max = max(k_pos, k_hard)
 
-    if metric == "cosine":
-        vectors = vectors.copy()
-        faiss.normalize_L2(vectors)
-    index = faiss.IndexFlatL2(vectors.shape[1]) if metric == "l2" else faiss.IndexFlatIP(vectors.shape[1])
-    index.add(vectors)
+    index, vectors = flat_index(vectors, metric)
 
     position = {pid: i for i, pid in enumerate(ids)}
     queries = ids if query_ids is None else [str(q) for q in query_ids]
