@@ -183,9 +183,15 @@ def test_replica_layout_and_formats(tmp_path):
         for split in ("train", "val", "test"):
             rows = scidocs.read_labels_csv(out / task / f"{split}.csv")
             assert rows
-    # MAG labels are the index of the paper's field.
+    # MAG labels are the index of the paper's sub-field (community), or of its field with mag_level="field".
+    communities = sorted({p.metadata["community"] for p in corpus.papers.values()})
     for pid, label in scidocs.read_labels_csv(out / "mag" / "test.csv"):
+        assert communities[int(label)] == corpus.papers[pid].metadata["community"]
+    fields = write_scidocs(corpus, tmp_path / "fields", seed=1, n_queries=10, mag_level="field", progress=False)
+    for pid, label in scidocs.read_labels_csv(fields / "mag" / "test.csv"):
         assert corpus.fields[int(label)] == corpus.papers[pid].fields[0]
+    with pytest.raises(ValueError, match="mag_level"):
+        write_scidocs(corpus, tmp_path / "bad", mag_level="topic", progress=False)
     view_cite_read = json.loads((out / "paper_metadata_view_cite_read.json").read_text())
     for folder in ("cite", "cocite", "coview", "coread"):
         for split in ("val", "test"):
@@ -258,7 +264,8 @@ def test_replica_from_the_synthetic_generator(tmp_path):
     vectors = {pid: v for pid, v in community_embeddings(corpus, noise=0.3).items() if pid in to_embed}
     metrics = scidocs.evaluate(out, vectors, recomm=False, progress=False)
     assert metrics["missing_embeddings"]["count"] == 0  # the metadata files list every needed paper
-    assert metrics["mag"]["f1"] > 90  # fields are unions of communities
+    # community embeddings know each paper's sub-field, the MAG class of the replica
+    assert metrics["mag"]["f1"] > 90
     assert all(metrics[task]["ndcg"] > 70 for task in scidocs.PROXIMITY_TASKS)
 
 

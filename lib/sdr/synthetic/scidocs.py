@@ -15,7 +15,7 @@ Layout and formats follow ``allenai/scidocs`` (``scidocs/paths.py`` and the read
     recomm/propensity_scores.json       {"scores": [click propensity of positions 1…k]}
 
 How each task is built from the corpus (the real SciDocs uses the same relations on S2 data):
-MAG = the paper's field; MeSH = ``metadata["mesh"]``; cite = papers the query cites; co-cite =
+MAG = the paper's sub-field (its community; ``mag_level="field"`` gives the field); MeSH = ``metadata["mesh"]``; cite = papers the query cites; co-cite =
 papers cited together with the query by a third paper (most co-citations first); co-view /
 co-read = the corpus' user-activity pairs (most frequent first).  Negatives are random papers
 without that relation to the query, as in SciDocs.  Recommendations: a "production" list of
@@ -52,6 +52,7 @@ def write_scidocs(
     classification_split: tuple[float, float, float] = (0.6, 0.2, 0.2),
     n_shown: int = 10,
     recomm_split: tuple[float, float, float] = (0.6, 0.15, 0.25),
+    mag_level: str = "subfield",
     progress: bool = True,
 ) -> Path:
     """Write a SciDocs replica of ``corpus`` (a :class:`sdr.synthetic.SyntheticCorpus`) into ``out_dir``.
@@ -60,7 +61,16 @@ def write_scidocs(
     written when fewer papers have ``n_positives`` related papers, and the shortfall is counted.
     The counts of everything written and skipped are printed in one line and saved in
     ``out_dir/replica_stats.json``.  Returns ``out_dir``.
+
+    ``mag_level``: the MAG classes. SciDocs uses MAG's 19 top-level fields. The synthetic corpus has 6
+    fields, each with its own vocabulary, so any encoder separates them and macro F1 sat at 100 for
+    untrained and trained encoders alike. ``"subfield"`` (the default) labels each paper with its community
+    (18 at the default corpus settings), which share their field's vocabulary and differ by topic, so F1
+    depends on the encoder (measured 85-92 for MiniLM cut to 1, 2 and 6 layers, 300 papers);
+    ``"field"`` keeps the 6 fields.
     """
+    if mag_level not in ("field", "subfield"):
+        raise ValueError(f"mag_level={mag_level!r}: expected 'field' or 'subfield'")
     from tqdm.auto import tqdm
 
     out_dir = Path(out_dir)
@@ -74,11 +84,17 @@ def write_scidocs(
 
     # --- MAG and MeSH: one integer class per paper, split train/val/test.
     classified: set[str] = set()
-    field_index = {name: i for i, name in enumerate(corpus.fields)}
-    mag_labels = {pid: field_index[papers[pid].fields[0]] for pid in paper_ids
-                  if papers[pid].fields and papers[pid].fields[0] in field_index}
+    if mag_level == "field":
+        field_index = {name: i for i, name in enumerate(corpus.fields)}
+        mag_labels = {pid: field_index[papers[pid].fields[0]] for pid in paper_ids
+                      if papers[pid].fields and papers[pid].fields[0] in field_index}
+    else:
+        community_of = {pid: papers[pid].metadata.get("community") for pid in paper_ids}
+        community_index = {name: i for i, name in enumerate(sorted({c for c in community_of.values() if c}))}
+        mag_labels = {pid: community_index[c] for pid, c in community_of.items() if c}
     stats["mag"] = _write_classification(out_dir / "mag", mag_labels, classification_split, rng)
     stats["mag"]["papers_without_field"] = len(paper_ids) - len(mag_labels)
+    stats["mag"]["level"] = mag_level
     classified |= set(mag_labels)
     progress_bar.update()
 
