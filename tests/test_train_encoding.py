@@ -5,6 +5,7 @@ Same tiny setting as ``test_train.py`` (1-layer all-MiniLM-L6-v2, max_length 32,
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from sdr.samplers import Triplet
@@ -98,3 +99,53 @@ def test_recomputed_chunks_give_the_same_training_run(fresh_tiny_encoder):
     for (name, one), two in zip(plain.named_parameters(), recomputed.parameters()):
         torch.testing.assert_close(one, two, rtol=0, atol=1e-7, msg=name)
     assert not np.isnan(first.history["loss"]).any()
+
+
+def _out_of_memory_above(encoder, max_chunk_tokens: int, failures: list) -> None:
+    """Make ``encoder`` behave like a device that cannot hold a step unless it runs with activations
+    recomputed in chunks of at most ``max_chunk_tokens`` padded tokens (a CUDA out-of-memory error
+    otherwise, as torch raises it)."""
+    pool = encoder._pool
+
+    def limited(input_ids, attention_mask):
+        if torch.is_grad_enabled() and (not encoder.recompute_chunks or encoder.chunk_tokens > max_chunk_tokens):
+            failures.append((encoder.recompute_chunks, encoder.chunk_tokens))
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return pool(input_ids, attention_mask)
+
+    encoder._pool = limited
+
+
+def test_out_of_memory_shrinks_the_chunks_not_the_batch(fresh_tiny_encoder):
+    """Issue 9: the micro-batch adapts to memory. On out-of-memory the same step reruns with recomputed
+    activations, then in halved chunks, until it fits; the effective batch, and so the weights, are those of
+    a run that started with the setting that fits."""
+    # 2 optimizer steps: the first adapts, the second keeps the setting that fit
+    config = dict(epochs=1, batch_size=3, accumulation_steps=1, learning_rate=1e-3, seed=0, progress=False)
+    fitting, adapting = fresh_tiny_encoder(), fresh_tiny_encoder()
+    reference = train(fitting, TRIPLETS, TripletObjective(TEXTS),
+                      TrainConfig(**config, chunk_tokens=2048, recompute_chunks=True))
+    failures = []
+    _out_of_memory_above(adapting, 2048, failures)
+    adapting_settings = adapting.chunk_tokens, adapting.recompute_chunks
+    result = train(adapting, TRIPLETS, TripletObjective(TEXTS), TrainConfig(**config, chunk_tokens=16384))
+    assert result.memory_adaptations == [
+        {"step": 1, "chunk_tokens": 16384, "recompute_chunks": True},
+        {"step": 1, "chunk_tokens": 8192, "recompute_chunks": True},
+        {"step": 1, "chunk_tokens": 4096, "recompute_chunks": True},
+        {"step": 1, "chunk_tokens": 2048, "recompute_chunks": True},
+    ]
+    assert len(failures) == 4 and result.steps == reference.steps == 2
+    assert result.history["loss"].tolist() == reference.history["loss"].tolist()
+    for (name, one), two in zip(fitting.named_parameters(), adapting.parameters()):
+        torch.testing.assert_close(one, two, rtol=0, atol=1e-7, msg=name)
+    # the encoder's own chunking is restored after training
+    assert (adapting.chunk_tokens, adapting.recompute_chunks) == adapting_settings
+
+
+def test_out_of_memory_at_the_smallest_chunk_is_raised(fresh_tiny_encoder):
+    encoder = fresh_tiny_encoder()
+    _out_of_memory_above(encoder, 0, [])
+    config = TrainConfig(epochs=1, batch_size=3, accumulation_steps=1, seed=0, progress=False, chunk_tokens=1024)
+    with pytest.raises(torch.OutOfMemoryError):
+        train(encoder, TRIPLETS, TripletObjective(TEXTS), config)

@@ -72,10 +72,34 @@ class TrainResult:
     resumed_from_step: int
     validation: list[float] = field(default_factory=list)  # validate()'s score after each epoch
     best_epoch: int | None = None  # the epoch whose weights the encoder ends with (None: no validation)
+    # Each out-of-memory retry: the step, and the chunking it continued with (see MIN_CHUNK_TOKENS).
+    memory_adaptations: list[dict] = field(default_factory=list)
 
 
 #: TrainConfig fields that do not change what a run computes: a resumed run may differ in them.
 NOT_IDENTITY = ("progress", "checkpoint_every", "recompute_chunks")
+
+
+MIN_CHUNK_TOKENS = 512
+"""The smallest chunk the out-of-memory fallback tries: below one 512-token text nothing is gained."""
+
+
+def _shrink_chunks(encoder: Encoder) -> dict | None:
+    """After an out-of-memory error: the next cheaper way to run the same step, applied to ``encoder``.
+
+    First recompute chunk activations in the backward pass (memory of one chunk instead of the whole
+    step), then halve the chunk down to :data:`MIN_CHUNK_TOKENS`. Neither changes the step's arithmetic:
+    the loss still sees every embedding of the step, so the effective batch stays what the method asks
+    for. Returns the new setting, or None when nothing smaller is left.
+    """
+    if not encoder.recompute_chunks:
+        encoder.recompute_chunks = True
+    elif encoder.chunk_tokens == 0 or encoder.chunk_tokens > MIN_CHUNK_TOKENS:
+        current = encoder.chunk_tokens or 16384
+        encoder.chunk_tokens = max(MIN_CHUNK_TOKENS, current // 2)
+    else:
+        return None
+    return {"chunk_tokens": encoder.chunk_tokens, "recompute_chunks": encoder.recompute_chunks}
 
 
 class StopTraining(Exception):
@@ -334,6 +358,25 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
               and not n.endswith("bias")]
     for parameter in frozen:
         parameter.requires_grad_(False)
+    memory_adaptations: list[dict] = []
+
+    def run_step(group: list[np.ndarray], epoch: int, step: int) -> torch.Tensor:
+        """Forward and backward over one optimizer step's micro-batches; returns the step's loss."""
+        optimizer.zero_grad(set_to_none=True)
+        group_size = sum(len(b) for b in group)
+        step_loss = torch.zeros((), dtype=torch.float64)
+        for batch in _calls(group, example_wise, rank, world):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_autocast):
+                loss = objective(encoder, [examples[i] for i in batch])
+            if not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"loss became {loss.item()} at epoch {epoch}, optimizer step {step}: lower the "
+                    "learning rate, check the inputs for empty texts, or disable bf16")
+            # Weight by batch size so a short last batch counts as much as its examples.
+            (loss * len(batch) / group_size).backward()
+            step_loss += loss.item() * len(batch) / group_size
+        return step_loss
+
     try:
         set_mode(True)
         bar = tqdm(total=total_steps, initial=step, desc="training", disable=not config.progress, unit="step")
@@ -343,19 +386,22 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
                 steps_done += 1
                 if steps_done <= step:
                     continue  # done before the checkpoint we resumed from
-                optimizer.zero_grad(set_to_none=True)
-                group_size = sum(len(b) for b in group)
-                step_loss = torch.zeros((), dtype=torch.float64)
-                for batch in _calls(group, example_wise, rank, world):
-                    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_autocast):
-                        loss = objective(encoder, [examples[i] for i in batch])
-                    if not torch.isfinite(loss):
-                        raise FloatingPointError(
-                            f"loss became {loss.item()} at epoch {epoch}, optimizer step {step}: lower the "
-                            "learning rate, check the inputs for empty texts, or disable bf16")
-                    # Weight by batch size so a short last batch counts as much as its examples.
-                    (loss * len(batch) / group_size).backward()
-                    step_loss += loss.item() * len(batch) / group_size
+                # The step's micro-batch adapts to memory: on an out-of-memory error the same step runs
+                # again (same random state) in smaller chunks, never with a smaller effective batch.
+                random_state = _rng_state()
+                while True:
+                    try:
+                        step_loss = run_step(group, epoch, step)
+                        break
+                    except torch.OutOfMemoryError:
+                        optimizer.zero_grad(set_to_none=True)
+                        if encoder.device.type == "cuda":
+                            torch.cuda.empty_cache()
+                        setting = _shrink_chunks(encoder)
+                        if setting is None:
+                            raise
+                        memory_adaptations.append({"step": step + 1, **setting})
+                        _set_rng_state(random_state)
                 if world > 1:
                     _all_reduce_gradients(trained_parameters)
                     torch.distributed.all_reduce(step_loss)
@@ -409,7 +455,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
         if objective_module is not None:
             torch.save(objective_module.state_dict(), model_dir / "objective.pt")
     return TrainResult(pd.DataFrame(history), model_dir, step, resumed_from, validation,
-                       best["epoch"] if best is not None else None)
+                       best["epoch"] if best is not None else None, memory_adaptations)
 
 
 @torch.no_grad()
