@@ -11,6 +11,7 @@ folder in the official layout, and real CSFCube next to the official SPECTER ran
 * :func:`csfcube_scores` — rank CSFCube's judged pools (test split, every facet) by L2 distance of the
   encoder's embeddings, beside the official SPECTER rankings; MAP, NDCG%20 and CoSaEmb Table 4's
   RP / P@20 / R@20 (× 100).
+* :func:`csfcube_leaderboard_metrics` — one system of that table as ``book.leaderboard_row`` metrics.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from sdr.samplers import SPECTER_RATIO_HARD_NEGATIVES, Triplet
 from sdr.train import TrainConfig, TrainResult, TripletObjective, evaluate_loss, train
 
 __all__ = ["PAPER_TRAINING", "TRIPLETS_PER_QUERY", "HARD_PER_QUERY", "CSFCUBE_COLUMNS",
-           "train_on_triplets", "scidocs_scores", "csfcube_scores"]
+           "train_on_triplets", "scidocs_scores", "csfcube_scores", "csfcube_leaderboard_metrics"]
 
 #: SPECTER's (and SciNCL's) fine-tuning: AdamW, lr 2e-5, 2 epochs, 8 × 4 = 32 triplets a step.
 PAPER_TRAINING = TrainConfig(epochs=2, batch_size=8, accumulation_steps=4, learning_rate=2e-5)
@@ -48,12 +49,17 @@ def train_on_triplets(
     config: TrainConfig,
     output_dir: str | Path | None = None,
     probe_size: int = 256,
+    resume: bool = False,
 ) -> tuple[TrainResult, dict]:
     """Train ``encoder`` in place with SPECTER's objective (triplet loss, L2, margin 1).
 
+    ``output_dir`` and ``resume`` go to :func:`sdr.train.train` (a chapter passes ``book.run_dir(...) / name``,
+    so a rerun with ``resume=True`` continues from the run's last checkpoint).
+
     Returns the :class:`TrainResult` and ``{"triplets", "optimizer steps", "loss before training",
-    "loss after training"}`` measured on a fixed, evenly spaced subset of ``probe_size`` triplets
-    (dropout off), so a chapter can check that training lowered the loss.
+    "loss after training"}`` measured on a fixed, evenly spaced subset of about ``probe_size`` triplets
+    (dropout off), so a chapter can check that training lowered the loss; ``probe_size=0`` skips that
+    measurement (both losses NaN), for runs whose loss nobody reads.
     """
     if not triplets:
         raise ValueError("train_on_triplets: no triplets")
@@ -62,11 +68,11 @@ def train_on_triplets(
     if missing:
         raise KeyError(f"train_on_triplets: {len(missing)} papers of the triplets have no text, e.g. {missing[:3]}")
     objective = TripletObjective({pid: encoder.paper_text(papers[pid]) for pid in needed})
-    probe = list(triplets[::max(1, len(triplets) // probe_size)])
-    before = evaluate_loss(encoder, probe, objective)
-    result = train(encoder, list(triplets), objective, config, output_dir=output_dir)
+    probe = list(triplets[::max(1, len(triplets) // probe_size)]) if probe_size > 0 else []
+    before = evaluate_loss(encoder, probe, objective) if probe else math.nan
+    result = train(encoder, list(triplets), objective, config, output_dir=output_dir, resume=resume)
     return result, {"triplets": len(triplets), "optimizer steps": result.steps, "loss before training": before,
-                    "loss after training": evaluate_loss(encoder, probe, objective)}
+                    "loss after training": evaluate_loss(encoder, probe, objective) if probe else math.nan}
 
 
 def scidocs_scores(encoder: Encoder, eval_papers: Mapping[str, Paper], scidocs_dir: str | Path,
@@ -101,3 +107,10 @@ def csfcube_scores(encoders: Mapping[str, Encoder | Callable[[], Encoder]], csfc
         results[name] = csfcube.evaluate(csfcube_dir, embeddings=dict(zip(ids, vectors)))
     table = csfcube.results_table(results, "test")[list(CSFCUBE_COLUMNS)].rename(columns=CSFCUBE_COLUMNS)
     return 100 * table
+
+
+def csfcube_leaderboard_metrics(table: pd.DataFrame, system: str) -> dict:
+    """One system of a :func:`csfcube_scores` table → the metrics of ``book.leaderboard_row(..., "csfcube", ...)``
+    (``map_<facet>`` and ``ndcg%20_<facet>`` for every facet and ``all``, × 100, as the table holds them)."""
+    return {f"{metric}_{facet}": float(table.loc[(system, facet), CSFCUBE_COLUMNS[metric]])
+            for facet in book.CSFCUBE_FACETS for metric in ("map", "ndcg%20")}
