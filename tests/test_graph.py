@@ -131,3 +131,34 @@ def test_defaults_are_scincl_appendix_a5():
             defaults.test_fraction, defaults.undirected) == (768, "dot", 20, 0.1, 0.15, 0.01, False)
     with pytest.raises(ValueError, match="comparator"):
         graph.GraphEmbeddingConfig(comparator="l2")
+
+
+def _paper(pid: str):
+    from sdr.corpus import Paper
+
+    return Paper(pid, f"title {pid}", f"abstract {pid}")
+
+
+def test_citation_graph_from_triplets_keeps_query_to_positive_edges():
+    a, b, c, d = (_paper(p) for p in "abcd")
+    triplets = [(a, b, c), (a, b, d), (b, c, a), (d, d, a)]
+    citations, papers, report = graph.citation_graph_from_triplets(triplets)
+    assert sorted((e.citing, e.cited) for e in citations) == [("a", "b"), ("b", "c"), ("d", "d")]
+    assert set(papers) == {"a", "b", "c", "d"}  # negatives too: they are embedded and sampled
+    assert report == {"triplets": 4, "edges": 3, "repeated_pairs": 1, "self_citations": 1, "papers": 4}
+    with pytest.raises(ValueError, match="no triplets"):
+        graph.citation_graph_from_triplets([])
+    with pytest.raises(ValueError, match="triplet 1: expected"):
+        graph.citation_graph_from_triplets([(a, b)])
+
+
+def test_citation_graph_from_the_released_triplet_sample(shared_data):
+    """SciRepEval's sample of SPECTER's cite_prediction triplets (the layout the `paper` profile downloads)."""
+    from sdr.corpus import read_scirepeval_triplets
+
+    triplets, _ = read_scirepeval_triplets(shared_data / "scirepeval" / "sample_data" / "specter_small.json")
+    citations, papers, report = graph.citation_graph_from_triplets(triplets)
+    assert report["triplets"] == len(triplets) > 0
+    assert report["edges"] + report["repeated_pairs"] == len(triplets)
+    assert {q.paper_id for q, _, _ in triplets} <= {e.citing for e in citations}
+    assert all(papers[e.citing].title and papers[e.cited].title for e in citations)
