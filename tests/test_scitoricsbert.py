@@ -149,3 +149,46 @@ def test_table3_average_matches_the_papers_printed_average():
         # the paper prints three decimals: the mean of four rounded values is within 0.0015 of its printed avg
         assert abs(ours["avg_p@1"] - row["avg_p@1"]) <= 0.0015, row["model"]
         assert abs(ours["avg_map@r"] - row["avg_map@r"]) <= 0.0015, row["model"]
+
+
+class _Disconnect(Exception):
+    """Stands for a session that dies after its first epoch's checkpoint (the chapter's ``resume`` case)."""
+
+
+def test_chapter_run_interrupted_after_an_epoch_resumes_to_the_uninterrupted_result(fresh_tiny_encoder, tmp_path):
+    """The chapter's runs (PK batches, validation after each epoch, ArcFace class weights) resume from their
+    run folder: a run cut after epoch 1 and resumed ends with the same weights, validation and best epoch."""
+    items = toy_items()
+    labels = st.label_space(items)
+    examples = st.labelled_examples(items, labels)
+    sampler = st.pk_batch_sampler([e.label for e in examples], "arcface")
+    validate = st.map_at_r_validator(items)
+    config = st.train_config(epochs=3, learning_rate=1e-3, progress=False)
+
+    def run(output_dir, resume=False, stop_after_step=None):
+        encoder = fresh_tiny_encoder()
+        encoder.pooling = "cls"
+        torch.manual_seed(0)
+        objective = st.SentenceFunctionObjective("arcface", len(labels), encoder.dimension)
+
+        def callback(row):
+            if row["step"] == stop_after_step:
+                raise _Disconnect
+
+        result = train(encoder, examples, objective, config, output_dir=output_dir, resume=resume,
+                       batch_sampler=sampler, validate=validate, callback=callback)
+        return encoder, objective, result
+
+    steps_per_epoch = len(sampler(len(examples), 0, 0))
+    whole_encoder, whole_objective, whole = run(tmp_path / "whole")
+    with pytest.raises(_Disconnect):
+        # the callback of the first step of epoch 2 runs after epoch 1's validation checkpoint was written
+        run(tmp_path / "cut", stop_after_step=steps_per_epoch + 1)
+    resumed_encoder, resumed_objective, resumed = run(tmp_path / "cut", resume=True)
+    assert resumed.resumed_from_step == steps_per_epoch
+    assert resumed.validation == whole.validation and resumed.best_epoch == whole.best_epoch
+    assert resumed.steps == whole.steps == 3 * steps_per_epoch
+    for key, value in whole_encoder.state_dict().items():
+        assert torch.allclose(resumed_encoder.state_dict()[key], value, atol=1e-6), key
+    for key, value in whole_objective.state_dict().items():
+        assert torch.allclose(resumed_objective.state_dict()[key], value, atol=1e-6), key
