@@ -62,9 +62,10 @@ def test_tune_weights_picks_the_best_point_and_refuses_a_test_split():
 
 
 def test_csfcube_tuning_reads_only_each_folds_dev_queries(tmp_path, monkeypatch):
-    queries = {facet: [f"{i}_{facet}" for i in range(8)] for facet in (*flew.FACETS, "all")}
+    queries = {facet: [f"{i}_{facet}" for i in range(8)] for facet in flew.FACETS}
     splits = {facet: {"fold1_dev": q[:4], "fold2_dev": q[4:], "fold1_test": q[4:], "fold2_test": q[:4]}
               for facet, q in queries.items()}
+    splits["all"] = {fold: [k for facet in flew.FACETS for k in splits[facet][fold]] for fold in splits["background"]}
     (tmp_path / "evaluation_splits.json").write_text(json.dumps(splits))
     read_during_tuning: list[set] = []
 
@@ -100,7 +101,26 @@ def test_csfcube_tuning_reads_only_each_folds_dev_queries(tmp_path, monkeypatch)
     for (_, row), read in zip(chosen.iterrows(), read_during_tuning):
         dev = set(splits[row["facet"]][f"{row['fold']}_dev"])
         assert read and read <= dev, (row["facet"], row["fold"], read - dev)
-    assert list(scores.index) == list(flew.FACETS)
+    assert list(scores.index) == [*flew.FACETS, "all"]
+
+
+def test_csfcube_tuned_all_row_pools_the_test_queries_of_every_facet(tmp_path, monkeypatch):
+    # 2 queries per facet and fold; "all" folds hold the same keys as the facet folds, as in the release
+    queries = {facet: [f"{i}_{facet}" for i in range(4)] for facet in flew.FACETS}
+    splits = {facet: {"fold1_dev": q[:2], "fold2_dev": q[2:], "fold1_test": q[2:], "fold2_test": q[:2]}
+              for facet, q in queries.items()}
+    splits["all"] = {fold: [k for facet in flew.FACETS for k in splits[facet][fold]] for fold in splits["background"]}
+    (tmp_path / "evaluation_splits.json").write_text(json.dumps(splits))
+    value = {key: (n + 1) / 100 for n, key in enumerate(k for facet in flew.FACETS for k in queries[facet])}
+    metrics = ("rp", "p@20", "r@20", "ndcg", "ndcg@20", "ndcg%20", "map", "mrr")
+    monkeypatch.setattr(flew, "csfcube_per_query",
+                        lambda data_dir, vectors, ids, facets_to_rank=flew.FACETS:
+                        {k: dict.fromkeys(metrics, v) for k, v in value.items()})
+    vectors = {facet: np.zeros((2, 2)) for facet in flew.FACETS}
+    scores, _ = flew.csfcube_crossval(tmp_path, vectors, ["x", "y"], step=1 / 3)  # one interior grid point
+    fold_means = [np.mean([value[k] for k in splits["all"][fold]]) for fold in ("fold1_test", "fold2_test")]
+    assert scores.loc["all", "map"] == pytest.approx(np.mean(fold_means))
+    assert scores.loc["method", "map"] == pytest.approx(np.mean([value[k] for k in queries["method"]]))
 
 
 def test_mdcr_tuning_never_opens_the_test_split(synthetic_corpus, tmp_path):

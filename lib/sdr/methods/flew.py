@@ -162,15 +162,17 @@ def csfcube_crossval(data_dir: str | Path, facet_vectors: Mapping[str, np.ndarra
 
     For each CSFCube facet and fold, the weights are chosen on that fold's dev queries
     (``evaluation_splits.json``) and the fold's test queries are scored with them; the test score is the
-    mean over the two folds, as the official ``aggregate_metrics_crossval``. Returns (scores per facet,
-    chosen weights per facet and fold, with the dev score of every grid point kept for a plot).
+    mean over the two folds, as the official ``aggregate_metrics_crossval``. The ``all`` row pools the test
+    queries of the three facets (``evaluation_splits.json``'s ``all`` folds), each query ranked with the weights
+    chosen for its own facet and fold. Returns (scores per facet and ``all``, chosen weights per facet and fold,
+    with the dev score of every grid point kept for a plot).
     """
     from sdr.evaluate import csfcube
 
     splits = csfcube.read_splits(data_dir)
     grid = simplex_grid(step)
     per_query = {w: csfcube_per_query(data_dir, combine(facet_vectors, w), ids) for w in grid}
-    rows, chosen = [], []
+    rows, chosen, weights_of = [], [], {}
     for facet in FACETS:
         fold_scores = []
         for fold in ("fold1", "fold2"):
@@ -178,11 +180,21 @@ def csfcube_crossval(data_dir: str | Path, facet_vectors: Mapping[str, np.ndarra
             test = list(splits[facet][f"{fold}_test"])
             weights, table = tune_weights(lambda w: np.mean([per_query[w][q][metric] for q in dev]),
                                           split=f"csfcube {facet} {fold}_dev", grid=grid)
+            weights_of[(facet, fold)] = weights
             fold_scores.append({m: np.mean([per_query[weights][q][m] for q in test]) for m in csfcube.METRICS})
             chosen.append({"facet": facet, "fold": fold, "background": weights[0], "method": weights[1],
                            "result": weights[2], f"dev {metric}": float(table["score"].max()),
                            "grid": table})
         rows.append({"facet": facet, **{m: float(np.mean([f[m] for f in fold_scores])) for m in csfcube.METRICS}})
+    if csfcube.AGGREGATE in splits:
+        fold_scores = []
+        for fold in ("fold1", "fold2"):
+            test = list(splits[csfcube.AGGREGATE][f"{fold}_test"])  # keys "<pid>_<facet>"
+            weights = [weights_of[(key.rsplit("_", 1)[1], fold)] for key in test]
+            fold_scores.append({m: np.mean([per_query[w][q][m] for w, q in zip(weights, test)])
+                                for m in csfcube.METRICS})
+        rows.append({"facet": csfcube.AGGREGATE,
+                     **{m: float(np.mean([f[m] for f in fold_scores])) for m in csfcube.METRICS}})
     return pd.DataFrame(rows).set_index("facet"), pd.DataFrame(chosen)
 
 
