@@ -150,6 +150,17 @@ def test_resume_with_a_different_config_is_refused(interrupted_and_resumed, fres
                    output_dir=output_dir, resume=True)
     assert result.resumed_from_step == 6 and result.steps == 6
     _assert_same_weights(encoder, interrupted_and_resumed["reference"])
+    pd.testing.assert_frame_equal(result.history, interrupted_and_resumed["reference_result"].history)
+
+
+def test_a_finished_run_keeps_a_small_record_not_the_full_checkpoint(interrupted_and_resumed):
+    """The optimizer moments and weight copies of a finished run are dropped (they were ~4× the model on
+    disk, gigabytes per chapter); the record left says the run finished, and the model folder has the weights."""
+    output_dir = interrupted_and_resumed["output_dir"]
+    record = torch.load(output_dir / "checkpoint.pt", weights_only=False)
+    assert record["finished"] and record["step"] == 6 and "optimizer" not in record and "model" not in record
+    model_bytes = (output_dir / "model" / "model.safetensors").stat().st_size
+    assert (output_dir / "checkpoint.pt").stat().st_size < model_bytes / 10
 
 
 # --------------------------------------------------------------------------------------- failures

@@ -316,6 +316,9 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
         if saved != current:
             raise ValueError(f"{checkpoint_path}: written with a different TrainConfig {saved}; "
                              f"this run has {current}")
+        if state.get("finished"):
+            # a finished run: its weights are the model folder's; nothing is trained again
+            return _finished_run(state, encoder, objective_module, output_dir / "model")
         encoder.load_state_dict(state["model"])
         if objective_module is not None:
             if state.get("objective") is None:
@@ -454,8 +457,40 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
         encoder.save(model_dir)
         if objective_module is not None:
             torch.save(objective_module.state_dict(), model_dir / "objective.pt")
+        # The full checkpoint (weights, optimizer moments, the best epoch's copy: about 4× the model) gives
+        # way to a small record of the finished run; resuming it loads the model folder. Written last, so a
+        # kill before this line leaves the full checkpoint, from which the run finishes again.
+        record = {"finished": True, "history": history, "validation": validation, "step": step, "rng": _rng_state(),
+                  "best_epoch": best["epoch"] if best is not None else None, "config": asdict(config)}
+        temporary = checkpoint_path.with_suffix(".tmp")
+        torch.save(record, temporary)
+        temporary.replace(checkpoint_path)
     return TrainResult(pd.DataFrame(history), model_dir, step, resumed_from, validation,
                        best["epoch"] if best is not None else None, memory_adaptations)
+
+
+def _finished_run(record: Mapping, encoder: Encoder, objective_module: nn.Module | None,
+                  model_dir: Path) -> TrainResult:
+    """Resume a run that had finished: load the weights it saved and return its recorded result."""
+    from safetensors.torch import load_file
+
+    weights = model_dir / "model.safetensors"
+    if not weights.exists():
+        raise FileNotFoundError(f"{model_dir}: the finished run's model folder has no model.safetensors; "
+                                "delete its checkpoint.pt to train the run again")
+    encoder.model.load_state_dict(load_file(str(weights), device=str(encoder.device)))
+    if objective_module is not None:
+        objective_path = model_dir / "objective.pt"
+        if not objective_path.exists():
+            raise FileNotFoundError(f"{model_dir}: no objective.pt, but this run's objective "
+                                    f"{type(objective_module).__name__} has parameters")
+        objective_module.load_state_dict(torch.load(objective_path, map_location=encoder.device, weights_only=True))
+        objective_module.eval()
+    encoder.eval()
+    _set_rng_state(record["rng"])  # as after the uninterrupted run, for whatever the caller draws next
+    step = int(record["step"])
+    return TrainResult(pd.DataFrame(record["history"]), model_dir, step, step, list(record["validation"]),
+                       record["best_epoch"])
 
 
 @torch.no_grad()
