@@ -228,3 +228,18 @@ def test_mesh_labels_only_for_biomedical_fields_and_follow_community(corpus):
     majority = sum(counts.most_common(1)[0][1] for counts in by_community.values())
     assert 0.7 < majority / sum(sum(counts.values()) for counts in by_community.values()) < 0.92
     assert len({counts.most_common(1)[0][0] for counts in by_community.values()}) == 9
+
+
+def test_pubmed_rct_replica_reads_back_with_the_roles_of_the_csabstruct_replica(corpus, tmp_path):
+    from sdr.evaluate.sentences import read_csabstruct, read_pubmed_rct
+    from sdr.synthetic.sentences import PUBMED_RCT_LABELS, write_csabstruct, write_pubmed_rct
+
+    pubmed = write_pubmed_rct(corpus, tmp_path / "pubmed", seed=3)
+    csabstruct = write_csabstruct(corpus, tmp_path / "csab", seed=3)
+    for split in ("train", "dev", "test"):
+        ours = read_pubmed_rct(pubmed / f"{split}.txt")
+        same = read_csabstruct(csabstruct / f"{split}.jsonl")
+        # the same papers in the same split, sentence for sentence, each role under its PubMed-RCT name
+        assert [(s.text, s.label) for s in ours] == [(" ".join(s.text.split()), PUBMED_RCT_LABELS[s.label])
+                                                     for s in same]
+    assert {s.label for s in read_pubmed_rct(pubmed / "train.txt")} <= set(PUBMED_RCT_LABELS.values())

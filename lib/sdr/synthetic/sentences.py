@@ -3,6 +3,9 @@
 * CSAbstruct (allenai/sequential_sentence_classification ``data/CSAbstruct/{train,dev,test}.jsonl``):
   one abstract per line, ``{"abstract_id", "sentences", "labels", "confs"}``, from the corpus'
   abstract sentences and their planted CSAbstruct roles. ``confs`` are 1.0 (no annotators).
+* PubMed 20k RCT (Franck-Dernoncourt/pubmed-rct ``PubMed_20k_RCT/{train,dev,test}.txt``): ``###<id>``, then
+  ``LABEL<TAB>sentence`` lines, a blank line between abstracts, from the same abstracts with the roles named
+  in PubMed-RCT's label set (:data:`PUBMED_RCT_LABELS`).
 * CFS3 (Alab-NII/CFS3 ``CFS3.jsonl``): one sentence per line, ``{"id", "text", "label" (two
   digits), "label_name", "ngram", "source"}``, from the formulaic sentences planted in the full
   text (``metadata["rhetorical"]``); ``ngram`` is the template phrase the generator used.
@@ -18,6 +21,10 @@ from pathlib import Path
 import numpy as np
 
 CSABSTRUCT_SPLITS = ("train", "dev", "test")
+PUBMED_RCT_LABELS = {"background": "BACKGROUND", "objective": "OBJECTIVE", "method": "METHODS",
+                     "result": "RESULTS", "other": "CONCLUSIONS"}
+"""CSAbstruct role → PubMed-RCT label. The replica's ``other`` sentences (implications, code availability) take
+PubMed-RCT's fifth label, CONCLUSIONS: our choice, as the generator plants no conclusion role of its own."""
 
 
 def _split_of(paper_ids: list[str], fractions: tuple[float, float, float], seed: int) -> dict[str, str]:
@@ -62,6 +69,31 @@ def write_csabstruct(
             handle.close()
     print(f"CSAbstruct replica in {out_dir}: sentences per split {counts} "
           f"({skipped} papers without abstract sentences skipped)")
+    return out_dir
+
+
+def write_pubmed_rct(
+    corpus, out_dir: str | Path, fractions: tuple[float, float, float] = (0.7, 0.1, 0.2), seed: int = 0,
+) -> Path:
+    """Write ``train/dev/test.txt`` in PubMed 20k RCT's text format from the corpus' planted abstract roles
+    (:data:`PUBMED_RCT_LABELS`); papers are split as :func:`write_csabstruct` splits them. Returns ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paper_ids = sorted(pid for pid, p in corpus.papers.items() if p.metadata.get("abstract_sentences"))
+    split = _split_of(paper_ids, fractions, seed)
+    lines = {s: [] for s in CSABSTRUCT_SPLITS}
+    for abstract_id, pid in enumerate(paper_ids):
+        meta = corpus.papers[pid].metadata
+        unknown = set(meta["abstract_labels"]) - set(PUBMED_RCT_LABELS)
+        if unknown:
+            raise ValueError(f"paper {pid}: abstract roles {sorted(unknown)} have no PubMed-RCT label; "
+                             f"expected {sorted(PUBMED_RCT_LABELS)}")
+        lines[split[pid]].append(f"###{abstract_id}")
+        lines[split[pid]] += [f"{PUBMED_RCT_LABELS[label]}\t{' '.join(text.split())}"
+                              for text, label in zip(meta["abstract_sentences"], meta["abstract_labels"])]
+        lines[split[pid]].append("")
+    for name, rows in lines.items():
+        (out_dir / f"{name}.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return out_dir
 
 
