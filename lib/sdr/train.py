@@ -95,11 +95,18 @@ def _shrink_chunks(encoder: Encoder) -> dict | None:
     if not encoder.recompute_chunks:
         encoder.recompute_chunks = True
     elif encoder.chunk_tokens == 0 or encoder.chunk_tokens > MIN_CHUNK_TOKENS:
-        current = encoder.chunk_tokens or 16384
+        current = encoder.chunk_tokens or TrainConfig.chunk_tokens
         encoder.chunk_tokens = max(MIN_CHUNK_TOKENS, current // 2)
     else:
         return None
     return {"chunk_tokens": encoder.chunk_tokens, "recompute_chunks": encoder.recompute_chunks}
+
+
+def _atomic_save(state: Mapping, path: Path) -> None:
+    """``torch.save`` to a temporary file, then rename: a kill mid-write leaves the previous file intact."""
+    temporary = path.with_suffix(".tmp")
+    torch.save(state, temporary)
+    temporary.replace(path)
 
 
 class StopTraining(Exception):
@@ -338,13 +345,11 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
         if checkpoint_path is None or _world()[0] != 0:  # one writer in data-parallel training
             return
         checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = checkpoint_path.with_suffix(".tmp")
-        torch.save({"model": encoder.state_dict(), "optimizer": optimizer.state_dict(),
-                    "objective": objective_module.state_dict() if objective_module is not None else None,
-                    "scheduler": scheduler.state_dict(), "rng": _rng_state(), "history": history,
-                    "validation": validation, "best": best, "step": step, "config": asdict(config)},
-                   temporary)
-        temporary.replace(checkpoint_path)  # atomic: a kill mid-write leaves the previous checkpoint
+        _atomic_save({"model": encoder.state_dict(), "optimizer": optimizer.state_dict(),
+                      "objective": objective_module.state_dict() if objective_module is not None else None,
+                      "scheduler": scheduler.state_dict(), "rng": _rng_state(), "history": history,
+                      "validation": validation, "best": best, "step": step, "config": asdict(config)},
+                     checkpoint_path)
 
     def set_mode(training: bool) -> None:
         encoder.train(training)
@@ -462,9 +467,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
         # kill before this line leaves the full checkpoint, from which the run finishes again.
         record = {"finished": True, "history": history, "validation": validation, "step": step, "rng": _rng_state(),
                   "best_epoch": best["epoch"] if best is not None else None, "config": asdict(config)}
-        temporary = checkpoint_path.with_suffix(".tmp")
-        torch.save(record, temporary)
-        temporary.replace(checkpoint_path)
+        _atomic_save(record, checkpoint_path)
     return TrainResult(pd.DataFrame(history), model_dir, step, resumed_from, validation,
                        best["epoch"] if best is not None else None, memory_adaptations)
 
