@@ -192,3 +192,89 @@ def test_chapter_run_interrupted_after_an_epoch_resumes_to_the_uninterrupted_res
         assert torch.allclose(resumed_encoder.state_dict()[key], value, atol=1e-6), key
     for key, value in whole_objective.state_dict().items():
         assert torch.allclose(resumed_objective.state_dict()[key], value, atol=1e-6), key
+
+
+# ------------------------------------------------------------------ the CF-labelled replica (Table 3 at smoke/real)
+
+
+def test_cf_sentence_replica_reads_back_per_section_with_the_planted_functions(tmp_path):
+    from sdr.synthetic import make_corpus
+    from sdr.synthetic.sentences import CF_SECTION_OF_KIND, cf_section_labels, write_cf_sentences
+
+    corpus = make_corpus(n_papers=40, seed=5)
+    folder = write_cf_sentences(corpus, tmp_path / "cf", eval_fraction=0.3, seed=2)
+    planted = [(record, CF_SECTION_OF_KIND[record["kind"]])
+               for pid in sorted(corpus.papers) for record in corpus.papers[pid].metadata["rhetorical"]]
+    section_labels = cf_section_labels()
+    sections = {section: st.cf_section_items(folder, section) for section in st.CF_SECTIONS}
+    # every planted sentence is read back once, in its section, under its function's offset label
+    assert sum(len(items) for items in sections.values()) == len(planted)
+    offsets = dict(zip(st.CF_SECTIONS, (0, 11, 17, 23)))
+    expected = sorted((section, " ".join(r["text"].split()),
+                       str(offsets[section] + section_labels[section].index(r["label"]))) for r, section in planted)
+    got = sorted((section, item.text, item.label) for section, items in sections.items() for item in items)
+    assert got == expected
+    for section, items in sections.items():
+        labels = {int(item.label) for item in items}
+        assert len(labels) >= 2, section  # retrieval needs two classes per section
+        assert min(labels) >= offsets[section] and max(labels) < offsets[section] + len(section_labels[section])
+    # both splits are used and a paper's sentences stay in one split
+    from sdr.evaluate.sentences import read_cf_sentences
+    train_items, eval_items = read_cf_sentences(folder, "train"), read_cf_sentences(folder, "eval")
+    assert train_items and eval_items and len(train_items) + len(eval_items) == len(planted)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{split}.{d}.{s}" for split in ("train", "eval") for d in ("Chem", "CL", "Onc", "Psy") for s in st.CF_SECTIONS)
+
+
+def test_cf_section_scores_and_table3_row():
+    class WordEncoder:  # one dimension per template word: sentences of one function share their wording
+        def encode_texts(self, texts, batch_size=64, progress=False):
+            import numpy as np
+            words = sorted({w for t in texts for w in t.lower().split()})
+            return np.array([[float(w in t.lower().split()) for w in words] for t in texts], dtype=np.float32)
+
+    items = toy_items()
+    sections = {section: items for section in st.CF_SECTIONS}
+    scores = st.score_sections(WordEncoder(), sections)
+    row = st.table3_row(scores)
+    assert scores["methods"]["p@1"] == pytest.approx(1.0)  # the template words decide the nearest neighbour
+    assert row["avg_map@r"] == pytest.approx(sum(scores[s]["map@r"] for s in st.CF_SECTIONS) / 4)
+
+
+# ------------------------------------------------------------------ §4.3: training on 10/20/40 labels
+
+
+def test_label_subset_epochs_follow_footnote_9():
+    # 5 epochs on all 77 labels; inversely proportional, rounded half up
+    assert [st.label_subset_epochs(n, 77, 5) for n in (10, 20, 40, 77)] == [39, 19, 10, 5]
+    assert st.label_subset_epochs(60, 60, 2) == 2 and st.label_subset_epochs(59, 60, 1) == 1
+    with pytest.raises(ValueError, match="n_labels"):
+        st.label_subset_epochs(0, 77, 5)
+    with pytest.raises(ValueError, match="n_labels"):
+        st.label_subset_epochs(78, 77, 5)
+
+
+def test_label_schedule_keeps_the_rule_and_caps_steps_equally():
+    # the paper's rule: epochs from footnote 9, batches from the subset's size (n_train // 64)
+    paper = st.label_schedule(10, 77, 13_000, 5, "softmax")
+    assert (paper.epochs, paper.batches_per_epoch) == (39, 203)
+    # CPU cap: every subset ends at the same number of steps, whatever its size
+    capped = [st.label_schedule(n, 60, n_train, 2, "triplet", max_batches_per_epoch=3, max_steps=6)
+              for n, n_train in ((10, 80), (20, 170), (40, 330))]
+    assert [s.steps for s in capped] == [6, 6, 6]
+    assert [(s.epochs, s.batches_per_epoch) for s in capped] == [(6, 1), (6, 1), (3, 2)]
+    # no cap reached: the rule stands (at least one batch however small the subset)
+    assert st.label_schedule(40, 60, 20, 2, "ntxent", max_steps=100) == st.LabelSchedule(3, 1)
+
+
+def test_sampled_label_subsets_are_nested_seeded_and_valid():
+    labels = [f"{i:02d}" for i in range(1, 31)]
+    first = st.sample_label_subsets(labels * 2, [5, 10, 20], seed=0)
+    assert first == st.sample_label_subsets(labels, [5, 10, 20], seed=0)  # duplicates do not matter
+    assert [len(first[n]) for n in (5, 10, 20)] == [5, 10, 20]
+    assert set(first[5]) < set(first[10]) < set(first[20]) <= set(labels)
+    assert first[10] != st.sample_label_subsets(labels, [10], seed=1)[10]
+    with pytest.raises(ValueError, match="2 <= n < 30"):
+        st.sample_label_subsets(labels, [30], seed=0)
+    kept = st.items_with_labels(toy_items(), ["aim", "gap"])
+    assert {i.label for i in kept} == {"aim", "gap"} and len(kept) == 2 * len(TOPICS)
