@@ -95,3 +95,26 @@ def test_same_seed_bf16_runs_agree_on_cuda(tmp_path):
                              seed=0, bf16=True, progress=False)
         histories.append(train(encoder, TRIPLETS, TripletObjective(TEXTS), config).history["loss"].to_numpy())
     np.testing.assert_allclose(histories[0], histories[1], rtol=0.05, atol=1e-3)
+
+
+@pytest.mark.parametrize("bf16", [True, False], ids=["bf16", "float32"])
+def test_packed_cuda_forward_matches_the_padded_one(bf16):
+    """The padding-free path (variable-length attention on a jagged tensor) is on by default on CUDA; it
+    gives the padded forward's embeddings and gradients up to bf16 rounding (float32: summation order)."""
+    texts = list(TEXTS.values())
+    padded, packed = _encoder("cuda"), _encoder("cuda")
+    padded.packed = False
+    assert packed.packing and not padded.packing
+    padded.eval(), packed.eval()
+    outputs = []
+    for encoder in (padded, packed):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            out = encoder(texts)
+        out.float().pow(2).sum().backward()
+        outputs.append(out.float())
+    tolerance = 3e-2 if bf16 else 1e-4
+    torch.testing.assert_close(outputs[1], outputs[0], atol=tolerance * outputs[0].abs().max().item(), rtol=0)
+    grad_padded = padded.model.encoder.layer[0].attention.self.query.weight.grad
+    grad_packed = packed.model.encoder.layer[0].attention.self.query.weight.grad
+    cosine = torch.nn.functional.cosine_similarity(grad_packed.flatten(), grad_padded.flatten(), dim=0)
+    assert cosine > (0.99 if bf16 else 0.99999), cosine

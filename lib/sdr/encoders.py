@@ -20,6 +20,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from sdr.packed import packed_pool, supports_packing
+
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 POOLINGS = ("cls", "mean")
 
@@ -73,6 +75,12 @@ class Encoder(nn.Module):
         # recompute each chunk's activations in backward (activation checkpointing per chunk): the memory
         # of one chunk instead of the whole call, for about a third more compute
         self.recompute_chunks = False
+        # run chunks padding-free (sdr.packed: one token stream, attention per text): "auto" = on CUDA for
+        # BERT models, where it saves the pad tokens' compute; CPU keeps the bit-reproducible padded forward
+        self.packed: bool | str = "auto"
+        # run the packed forward through torch.compile (sdr.packed.compiled_hidden_states); opt-in, measured
+        # in benchmarks/bench_train_gpu.py
+        self.compile_packed = False
         self._token_cache: dict[str, list[int]] = {}  # text -> token ids, so a run tokenizes each text once
         self._cached_max_length = self.max_length
 
@@ -175,10 +183,37 @@ class Encoder(nn.Module):
             pooled = nn.functional.normalize(pooled, dim=-1)
         return pooled
 
+    @property
+    def packing(self) -> bool:
+        """Whether chunks run padding-free (see :attr:`packed` and :mod:`sdr.packed`)."""
+        if self.packed == "auto":
+            return self.device.type == "cuda" and supports_packing(self.model)
+        if self.packed and not supports_packing(self.model):
+            raise ValueError(f"packed=True needs a BERT model, got {type(self.model).__name__}")
+        return bool(self.packed)
+
+    def _pool_packed(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
+        pooled = packed_pool(self.model, rows, self.pooling, self.device, compiled=self.compile_packed)
+        return nn.functional.normalize(pooled, dim=-1) if self.normalize else pooled
+
     def chunks(self, lengths: Sequence[int], max_rows: int = 0) -> list[np.ndarray]:
-        """Row indices in length-sorted chunks (longest first) of at most ``chunk_tokens`` padded tokens
-        (and ``max_rows`` rows when > 0); a chunk holds at least one row."""
+        """Row indices in length-sorted chunks (longest first) of at most ``chunk_tokens`` tokens run
+        (padded tokens, or real ones when :attr:`packing`) and ``max_rows`` rows when > 0; a chunk holds at
+        least one row."""
         order = np.argsort(-np.asarray(lengths), kind="stable")
+        if self.packing and self.chunk_tokens > 0:  # cut where the real tokens reach the bound
+            chunks, start, total = [], 0, 0
+            for end, index in enumerate(order):
+                if end > start and total + lengths[index] > self.chunk_tokens:
+                    chunks.append(order[start:end])
+                    start, total = end, 0
+                total += lengths[index]
+                if max_rows > 0 and end + 1 - start == max_rows:
+                    chunks.append(order[start:end + 1])
+                    start, total = end + 1, 0
+            if start < len(order):
+                chunks.append(order[start:])
+            return chunks
         chunks, start = [], 0
         while start < len(order):
             longest = lengths[order[start]]  # the chunk's first row is its longest
@@ -197,7 +232,18 @@ class Encoder(nn.Module):
         pad = self.tokenizer.pad_token_id or 0
         lengths = [len(row) for row in ids]
         parts, positions = [], []
+        packing = self.packing
         for chunk in self.chunks(lengths, max_rows):
+            if packing:
+                rows = [ids[index] for index in chunk]
+                if self.recompute_chunks and torch.is_grad_enabled():
+                    from torch.utils.checkpoint import checkpoint
+
+                    parts.append(checkpoint(self._pool_packed, rows, use_reentrant=False))
+                else:
+                    parts.append(self._pool_packed(rows))
+                positions.append(chunk)
+                continue
             width = lengths[chunk[0]]
             input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
             attention_mask = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -248,11 +294,12 @@ class Encoder(nn.Module):
         output = np.zeros((len(texts), self.dimension), dtype=np.float32)
         autocast = torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda" \
             else torch.autocast("cpu", enabled=False)
-        for index in tqdm(self.chunks([len(row) for row in ids], batch_size), desc=desc,
-                          disable=not progress, unit="batch"):
-            with autocast:
+        # one autocast region for all batches: it casts each weight to bf16 once, not once a batch
+        with autocast:
+            for index in tqdm(self.chunks([len(row) for row in ids], batch_size), desc=desc,
+                              disable=not progress, unit="batch"):
                 vectors = self.embed_token_ids([ids[i] for i in index])
-            output[index] = vectors.float().cpu().numpy()
+                output[index] = vectors.float().cpu().numpy()
         self.train(was_training)
         return output
 

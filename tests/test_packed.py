@@ -1,0 +1,99 @@
+"""The padding-free BERT forward (sdr.packed) computes what the padded Hugging Face forward does.
+
+On CPU in float32 the two differ only in summation order, so embeddings and gradients agree to 1e-5; CUDA's
+variable-length FlashAttention path is checked within bf16 rounding in tests/test_gpu.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sdr.encoders import Encoder
+from sdr.packed import pack
+from sdr.train import TrainConfig, TripletObjective, train
+from training_toy import TEXTS, TRIPLETS
+
+
+def _encoder(pooling: str, layers: int = 2) -> Encoder:
+    encoder = Encoder.load("minilm", num_layers=layers, max_length=48, pooling=pooling, device="cpu")
+    encoder.eval()  # dropout off: the two paths are then the same function
+    return encoder
+
+
+def test_pack_restarts_positions_in_every_text():
+    flat, positions, offsets = pack([[5, 6, 7], [8], [9, 10]], torch.device("cpu"))
+    assert flat.tolist() == [5, 6, 7, 8, 9, 10]
+    assert positions.tolist() == [0, 1, 2, 0, 0, 1]
+    assert offsets.tolist() == [0, 3, 4, 6]
+    with pytest.raises(ValueError, match="at least one token"):
+        pack([[1], []], torch.device("cpu"))
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_packed_embeddings_and_gradients_match_the_padded_forward(pooling):
+    texts = list(TEXTS.values())
+    padded, packed = _encoder(pooling), _encoder(pooling)
+    packed.packed = True
+    assert not padded.packing and packed.packing
+    # texts of different lengths, so the padded forward really pads
+    assert len({len(row) for row in padded.token_ids(texts)}) > 3
+    out_padded, out_packed = padded(texts), packed(texts)
+    torch.testing.assert_close(out_packed, out_padded, atol=1e-5, rtol=1e-5)
+    weights = torch.randn_like(out_padded)
+    (out_padded * weights).sum().backward()
+    (out_packed * weights).sum().backward()
+    named = dict(packed.model.named_parameters())
+    compared = 0
+    for name, parameter in padded.model.named_parameters():
+        if parameter.grad is None:  # the pooler is unused by both paths
+            assert named[name].grad is None, name
+            continue
+        torch.testing.assert_close(named[name].grad, parameter.grad, atol=1e-5, rtol=1e-4, msg=name)
+        compared += 1
+    assert compared > 20
+
+
+def test_packed_chunks_bound_real_tokens_and_keep_order():
+    encoder = _encoder("cls")
+    encoder.packed, encoder.chunk_tokens = True, 40
+    texts = list(TEXTS.values())
+    lengths = [len(row) for row in encoder.token_ids(texts)]
+    chunks = encoder.chunks(lengths)
+    assert sorted(np.concatenate(chunks).tolist()) == list(range(len(texts)))
+    assert all(sum(lengths[i] for i in chunk) <= 40 or len(chunk) == 1 for chunk in chunks)
+    assert len(encoder.chunks(lengths, max_rows=2)) >= (len(texts) + 1) // 2
+    whole = _encoder("cls")
+    whole.packed = True
+    torch.testing.assert_close(encoder(texts), whole(texts), atol=1e-5, rtol=1e-5)
+
+
+def test_packing_needs_a_bert_model():
+    encoder = _encoder("cls")
+    encoder.model.__class__ = type("OtherModel", (type(encoder.model),), {})
+    assert not encoder.packing  # "auto" falls back to the padded forward
+    encoder.packed = True
+    with pytest.raises(ValueError, match="needs a BERT model"):
+        encoder.packing
+
+
+def test_training_packed_matches_the_padded_run_without_dropout():
+    """With dropout off (the only random part that the two paths draw differently), one seed trained packed
+    and padded gives the same losses and weights up to float32 summation order."""
+    runs = []
+    for packed in (False, True):
+        encoder = Encoder.load("minilm", num_layers=1, max_length=32, device="cpu")
+        for module in encoder.model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        encoder.packed = packed
+        config = TrainConfig(epochs=3, batch_size=2, accumulation_steps=1, learning_rate=1e-4, warmup_steps=1,
+                             seed=0, progress=False)
+        history = train(encoder, TRIPLETS, TripletObjective(TEXTS), config).history["loss"].to_numpy()
+        runs.append((history, {k: v.detach().clone() for k, v in encoder.model.state_dict().items()}))
+    (padded_loss, padded_weights), (packed_loss, packed_weights) = runs
+    assert len(padded_loss) == 9 and (padded_loss > 0).sum() >= 6, padded_loss
+    np.testing.assert_allclose(packed_loss, padded_loss, rtol=1e-3, atol=1e-4)
+    for name, value in padded_weights.items():
+        torch.testing.assert_close(packed_weights[name], value, atol=2e-4, rtol=1e-3, msg=name)
