@@ -66,6 +66,9 @@ def main() -> None:
     parser.add_argument("--encode-papers", type=int, default=4096)
     parser.add_argument("--quick", action="store_true", help="3 steps, 256 papers encoded")
     parser.add_argument("--compile", action="store_true", help="also time the packed forward under torch.compile")
+    parser.add_argument("--long-texts", action="store_true",
+                        help="every text four abstracts long, so each runs at max_length (512 on CUDA): peak memory "
+                             "at the longest inputs; output to train_gpu_<device>_512.txt")
     args = parser.parse_args()
     import numpy as np
     import torch
@@ -91,7 +94,10 @@ def main() -> None:
     abstracts = real_abstracts()
     base = Encoder.load("minilm", num_layers=2, max_length=128, device="cpu")
     ids = sorted(corpus.papers)
-    if abstracts:
+    if abstracts and args.long_texts:
+        texts = {pid: " ".join(abstracts[(i + j) % len(abstracts)] for j in range(4)) for i, pid in enumerate(ids)}
+        source = f"four CSAbstruct abstracts a text ({len(abstracts)}, $SDR_DATA), truncated at max_length"
+    elif abstracts:
         texts = {pid: abstracts[i % len(abstracts)] for i, pid in enumerate(ids)}
         source = f"CSAbstruct abstracts ({len(abstracts)}, $SDR_DATA)"
     else:
@@ -241,7 +247,7 @@ def main() -> None:
     print(text)
     if not args.quick:
         name = "cpu" if device.type == "cpu" else "-".join(torch.cuda.get_device_name(device).lower().split())
-        (RESULTS / f"train_gpu_{name}.txt").write_text(text + "\n")
+        (RESULTS / f"train_gpu_{name}{'_512' if args.long_texts else ''}.txt").write_text(text + "\n")
     print(json.dumps({"triplets_per_second": speeds}))
 
 
