@@ -107,3 +107,17 @@ def test_compiled_packed_forward_matches_eager():
     compiled.compile_packed = True
     for subset in (texts, texts[:3]):  # two token counts through one dynamic-shape graph
         torch.testing.assert_close(compiled(subset), eager(subset), atol=1e-5, rtol=1e-5)
+
+
+def test_packed_encode_texts_matches_the_padded_one_in_input_order():
+    texts = list(TEXTS.values()) * 3
+    padded, packed = _encoder("mean"), _encoder("mean")
+    packed.packed = True
+    expected = padded.encode_texts(texts, batch_size=4, progress=False)
+    # batches of 4, flushed to the host every 2 batches: rows must land at their input positions
+    got = np.zeros_like(expected)
+    with torch.no_grad():
+        packed._encode_packed(texts, 4, False, "encoding", got, flush_every=2)
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(packed.encode_texts(texts, batch_size=5, progress=False), expected,
+                               atol=1e-5, rtol=1e-5)

@@ -290,18 +290,52 @@ class Encoder(nn.Module):
             return np.zeros((0, self.dimension), dtype=np.float32)
         was_training = self.training
         self.eval()
-        ids = self.token_ids(texts, cache=False)
         output = np.zeros((len(texts), self.dimension), dtype=np.float32)
         autocast = torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda" \
             else torch.autocast("cpu", enabled=False)
         # one autocast region for all batches: it casts each weight to bf16 once, not once a batch
         with autocast:
-            for index in tqdm(self.chunks([len(row) for row in ids], batch_size), desc=desc,
-                              disable=not progress, unit="batch"):
-                vectors = self.embed_token_ids([ids[i] for i in index])
-                output[index] = vectors.float().cpu().numpy()
+            if self.packing:
+                self._encode_packed(texts, batch_size, progress, desc, output)
+            else:
+                ids = self.token_ids(texts, cache=False)
+                for index in tqdm(self.chunks([len(row) for row in ids], batch_size), desc=desc,
+                                  disable=not progress, unit="batch"):
+                    vectors = self.embed_token_ids([ids[i] for i in index])
+                    output[index] = vectors.float().cpu().numpy()
         self.train(was_training)
         return output
+
+    def _encode_packed(self, texts: list[str], batch_size: int, progress: bool, desc: str,
+                       output: np.ndarray, flush_every: int = 32) -> None:
+        """encode_texts without padding: no batch needs length sorting, so batches keep the input order, the
+        next batch is tokenized on a thread while the device runs this one, and vectors are copied to the
+        host every ``flush_every`` batches instead of after each (each copy waits for the device)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        batches = [np.arange(start, min(start + batch_size, len(texts)))
+                   for start in range(0, len(texts), batch_size)]
+        pending: list[tuple[np.ndarray, torch.Tensor]] = []
+
+        def flush():
+            if pending:
+                rows = np.concatenate([index for index, _ in pending])
+                output[rows] = torch.cat([vectors for _, vectors in pending]).cpu().numpy()
+                pending.clear()
+
+        with ThreadPoolExecutor(max_workers=1) as pool:  # the fast tokenizer releases the GIL
+            def tokenize(index):
+                return pool.submit(self.token_ids, [texts[i] for i in index], False)
+
+            upcoming = tokenize(batches[0])
+            for number, index in enumerate(tqdm(batches, desc=desc, disable=not progress, unit="batch")):
+                ids = upcoming.result()
+                if number + 1 < len(batches):
+                    upcoming = tokenize(batches[number + 1])
+                pending.append((index, self.embed_token_ids(ids).float()))
+                if len(pending) >= flush_every:
+                    flush()
+            flush()
 
     def encode_papers(self, papers: Sequence, batch_size: int = 32, progress: bool = True) -> np.ndarray:
         return self.encode_texts([self.paper_text(p) for p in papers], batch_size, progress,
