@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import joblib
 import numpy as np
 
 from sdr.jsonio import read_jsonl, require_file
@@ -141,6 +142,12 @@ def _shift_within(matrix, groups: np.ndarray, offset: int):
     return shift @ matrix
 
 
+def _fit_first_stage(features, codes, C: float):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=C, max_iter=2000).fit(features, codes)
+
+
 @dataclass
 class SentenceClassifier:
     """Two-stage stacked logistic regression over sentence sequences (see the module docstring).
@@ -212,11 +219,16 @@ class SentenceClassifier:
         features, groups = self._first_features(abstracts)
         folds = min(self.folds, len(abstracts))
         out_of_fold = np.zeros((len(codes), len(self.labels)))
-        for train_rows, held_rows in GroupKFold(folds).split(features, codes, groups):
-            model = LogisticRegression(C=self.C, max_iter=2000).fit(features[train_rows], codes[train_rows])
+        splits = list(GroupKFold(folds).split(features, codes, groups))
+        # the fold models and the full first stage are independent fits: run them on every core (the same
+        # models as one after another)
+        fits = [np.arange(len(codes))] + [train_rows for train_rows, _ in splits]
+        models = joblib.Parallel(n_jobs=min(len(fits), joblib.cpu_count()))(
+            joblib.delayed(_fit_first_stage)(features[rows], codes[rows], self.C) for rows in fits)
+        self._first = models[0]
+        for model, (_, held_rows) in zip(models[1:], splits):
             # a fold may lack a rare label: put its columns where they belong
             out_of_fold[np.ix_(held_rows, model.classes_)] = model.predict_proba(features[held_rows])
-        self._first = LogisticRegression(C=self.C, max_iter=2000).fit(features, codes)
         self._second = LogisticRegression(C=self.C_stack, max_iter=3000).fit(
             self._second_features(out_of_fold, abstracts, groups), codes)
         self.trained_on = {"abstracts": len(abstracts), "sentences": len(codes),
@@ -244,8 +256,6 @@ class SentenceClassifier:
 
     # -- persistence
     def save(self, path: str | Path) -> Path:
-        import joblib
-
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
@@ -255,8 +265,6 @@ class SentenceClassifier:
 
     @staticmethod
     def load(path: str | Path) -> "SentenceClassifier":
-        import joblib
-
         path = require_file(path, "a facet classifier saved by `sdr facets train`")
         model = joblib.load(path)
         if not isinstance(model, SentenceClassifier):
