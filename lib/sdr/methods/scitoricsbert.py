@@ -28,11 +28,12 @@ from torch import nn
 from sdr.evaluate import sentences as sentence_eval
 from sdr.losses import METRIC_LEARNING_LOSSES, SCITORICS_PK, SCITORICS_SETTINGS, metric_learning_loss
 from sdr.samplers import PKBatchSampler
-from sdr.train import TrainConfig
+from sdr.train import TrainConfig, TrainResult, train
 
 __all__ = [
     "LOSSES", "PAPER_MODEL_NAMES", "PAPER_TRAINING", "LabelledExample", "SentenceFunctionObjective",
     "label_space", "labelled_examples", "pk_shape", "pk_batch_sampler", "map_at_r_validator", "train_config",
+    "train_function_model",
     "score_sentences", "cf_section_items", "CF_SECTIONS", "score_sections", "table3_row",
     "LabelSchedule", "sample_label_subsets", "items_with_labels", "label_subset_epochs", "label_schedule",
 ]
@@ -209,6 +210,23 @@ def score_sentences(encoder, items: Sequence, batch_size: int = 64) -> dict:
     """P@1 and MAP@R of ``items`` (each a query against all others), from ``encoder``'s embeddings."""
     vectors = encoder.encode_texts([item.text for item in items], batch_size=batch_size, progress=False)
     return sentence_eval.evaluate(vectors, [str(item.label) for item in items])
+
+
+def train_function_model(encoder, examples: Sequence, n_labels: int, loss: str, *, seed: int, epochs: int,
+                         learning_rate: float, validate: Callable | None = None, max_batches_per_epoch: int | None = None,
+                         sampler: PKBatchSampler | None = None, output_dir: str | Path | None = None,
+                         resume: bool = False, checkpoint_every: int = 0) -> TrainResult:
+    """One SciToricsBERT run: ``loss``'s objective (with classifier weights over ``n_labels`` where the loss has
+    them), PK batches of its shape (``sampler``, or :func:`pk_batch_sampler` capped at ``max_batches_per_epoch``),
+    the paper's settings (:func:`train_config`) at the given epochs and learning rate, and the best validation
+    epoch kept. ``encoder`` is trained in place; returns the trainer's result."""
+    objective = SentenceFunctionObjective(loss, n_labels, encoder.dimension)
+    config = train_config(seed=seed, epochs=epochs, learning_rate=learning_rate, progress=False,
+                          checkpoint_every=checkpoint_every)
+    if sampler is None:
+        sampler = pk_batch_sampler([e.label for e in examples], loss, max_batches=max_batches_per_epoch)
+    return train(encoder, examples, objective, config, batch_sampler=sampler, validate=validate,
+                 output_dir=output_dir, resume=resume)
 
 
 def map_at_r_validator(items: Sequence, batch_size: int = 64) -> Callable:
