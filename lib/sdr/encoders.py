@@ -227,36 +227,30 @@ class Encoder(nn.Module):
         return chunks
 
     def embed_token_ids(self, ids: Sequence[Sequence[int]], max_rows: int = 0) -> torch.Tensor:
-        """Embeddings of tokenized texts, in their order, run in length-sorted chunks each padded to its
-        own longest text (see :meth:`chunks`)."""
+        """Embeddings of tokenized texts, in their order, run in length-sorted chunks (see :meth:`chunks`),
+        each padded to its own longest text, or packed without padding when :attr:`packing`."""
         pad = self.tokenizer.pad_token_id or 0
         lengths = [len(row) for row in ids]
         parts, positions = [], []
         packing = self.packing
+        recompute = self.recompute_chunks and torch.is_grad_enabled()
         for chunk in self.chunks(lengths, max_rows):
             if packing:
-                rows = [ids[index] for index in chunk]
-                if self.recompute_chunks and torch.is_grad_enabled():
-                    from torch.utils.checkpoint import checkpoint
-
-                    parts.append(checkpoint(self._pool_packed, rows, use_reentrant=False))
-                else:
-                    parts.append(self._pool_packed(rows))
-                positions.append(chunk)
-                continue
-            width = lengths[chunk[0]]
-            input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-            attention_mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, index in enumerate(chunk):
-                input_ids[row, :lengths[index]] = torch.as_tensor(ids[index])
-                attention_mask[row, :lengths[index]] = 1
-            input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
-            if self.recompute_chunks and torch.is_grad_enabled():
+                pool, inputs = self._pool_packed, ([ids[index] for index in chunk],)
+            else:
+                width = lengths[chunk[0]]
+                input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+                attention_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                for row, index in enumerate(chunk):
+                    input_ids[row, :lengths[index]] = torch.as_tensor(ids[index])
+                    attention_mask[row, :lengths[index]] = 1
+                pool, inputs = self._pool, (input_ids.to(self.device), attention_mask.to(self.device))
+            if recompute:
                 from torch.utils.checkpoint import checkpoint
 
-                parts.append(checkpoint(self._pool, input_ids, attention_mask, use_reentrant=False))
+                parts.append(checkpoint(pool, *inputs, use_reentrant=False))
             else:
-                parts.append(self._pool(input_ids, attention_mask))
+                parts.append(pool(*inputs))
             positions.append(chunk)
         pooled = torch.cat(parts) if len(parts) > 1 else parts[0]
         order = np.concatenate(positions)

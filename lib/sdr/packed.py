@@ -3,8 +3,9 @@
 Padding each text of a chunk to the chunk's longest costs every token-wise layer (the projections, the
 feed-forward block, LayerNorm, GELU, dropout) its share of pad tokens; on real abstracts that share was 28 %
 even after length sorting. Here the chunk's token ids are concatenated into one ``[tokens, hidden]`` stream,
-so those layers see real tokens only, and attention runs per text through PyTorch's scaled-dot-product
-attention on a nested (jagged) tensor, which dispatches to variable-length FlashAttention on CUDA in bf16.
+so those layers see real tokens only, and attention runs per text: on CUDA in bf16/fp16 through
+variable-length FlashAttention called on the packed tensors, elsewhere (CPU, float32) through PyTorch's
+scaled-dot-product attention on a nested (jagged) tensor.
 
 It reuses the model's own modules and weights (no copy, nothing to save differently) and computes BERT's
 forward: absolute position ids restart at 0 in every text, token type 0, attention dropout at the model's
@@ -110,7 +111,7 @@ def packed_pool(model: nn.Module, ids: Sequence[Sequence[int]], pooling: str,
     hidden = forward(model, flat_ids, positions, offsets, (min(lengths), max(lengths)))
     if pooling == "cls":
         return hidden[offsets[:-1].long()]
-    lengths = (offsets[1:] - offsets[:-1]).long()
-    text_of_token = torch.repeat_interleave(torch.arange(len(ids), device=device), lengths)
+    counts = (offsets[1:] - offsets[:-1]).long()  # on the device already: no host copy
+    text_of_token = torch.repeat_interleave(torch.arange(len(ids), device=device), counts)
     sums = torch.zeros((len(ids), hidden.shape[1]), dtype=hidden.dtype, device=device)
-    return sums.index_add(0, text_of_token, hidden) / lengths.unsqueeze(1).to(hidden.dtype)
+    return sums.index_add(0, text_of_token, hidden) / counts.unsqueeze(1).to(hidden.dtype)
