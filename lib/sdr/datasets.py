@@ -25,7 +25,8 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -42,6 +43,7 @@ class DataFile:
     sha256: str | None = None  # known digest, checked after download and by `sdr data verify`
     required: bool = True  # needed for the dataset to count as present
     archive: bool = False  # a .tar.gz / .zip to unpack into the folder after download
+    paper: bool = False  # an optional file that a `paper` run reads too (fetched before it starts)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class Dataset:
     files: tuple[DataFile, ...] = ()
     manual: str = ""  # how to obtain files that have no direct URL
     expected: tuple[str, ...] = field(default=())
+    label: str = ""  # the short name a page's caption gives (default: name)
+    fetcher: str = ""  # a module of sdr.fetchers that builds the folder from an API (no file URLs)
+    size: str = ""  # the download size, stated before a download starts (e.g. "4.6 GiB")
 
     def expected_paths(self) -> tuple[str, ...]:
         if self.expected:
@@ -146,7 +151,7 @@ def _csfcube() -> Dataset:
     files = [DataFile(p, _github(CSFCUBE_REPO, CSFCUBE_COMMIT, p), h) for p, h in CSFCUBE_SHA256.items()]
     for facet, digest in CSFCUBE_SPECTER_POOLS_SHA256.items():
         path = f"eval_scripts/sample_ranked_pools/test-pid2pool-csfcube-specter-{facet}-ranked.json"
-        files.append(DataFile(path, _github(CSFCUBE_REPO, CSFCUBE_COMMIT, path), digest, required=False))
+        files.append(DataFile(path, _github(CSFCUBE_REPO, CSFCUBE_COMMIT, path), digest, required=False, paper=True))
     for name, digest in CSFCUBE_READABLE_SHA256.items():
         path = f"readable_annotations/{name}"
         files.append(DataFile(path, _github(CSFCUBE_REPO, CSFCUBE_COMMIT, path), digest))
@@ -164,11 +169,14 @@ def _csfcube() -> Dataset:
     )
 
 
-def _simple(name, folder, description, licence, repo, commit, paths, sha256=None, optional=(), manual=""):
-    """An entry whose files are raw GitHub blobs: ``paths`` maps local path → path in the repository."""
+def _simple(name, folder, description, licence, repo, commit, paths, sha256=None, optional=(), manual="",
+            paper=()):
+    """An entry whose files are raw GitHub blobs: ``paths`` maps local path → path in the repository;
+    ``paper`` lists the optional files a ``paper`` run reads too."""
     sha256 = sha256 or {}
     files = tuple(
-        DataFile(local, _github(repo, commit, remote), sha256.get(local), required=local not in optional)
+        DataFile(local, _github(repo, commit, remote), sha256.get(local), required=local not in optional,
+                 paper=local in paper)
         for local, remote in paths.items()
     )
     return Dataset(name, folder, description, licence, f"https://github.com/{repo} @ {commit}", files, manual)
@@ -330,7 +338,7 @@ SCIDOCS = Dataset(
            "(data: s3://ai2-s2-research-public/specter/scidocs/)",
     files=(
         *(DataFile(p, f"{_SCIDOCS_BASE}/{p}") for p in _SCIDOCS_FILES),
-        *(DataFile(p, f"{_SCIDOCS_BASE}/{p}", required=False) for p in _SCIDOCS_RECOMM),
+        *(DataFile(p, f"{_SCIDOCS_BASE}/{p}", required=False, paper=True) for p in _SCIDOCS_RECOMM),
     ),
     manual="or `aws s3 sync --no-sign-request s3://ai2-s2-research-public/specter/scidocs/ "
            "$SDR_DATA_CACHE/scidocs/` (4.6 GiB with embeddings)",
@@ -355,6 +363,7 @@ CFS3 = _simple(
     "CC BY-NC 4.0", "Alab-NII/CFS3", "7d24387358fb7c6a0fd6b5b28dd7c4ebc725bec2",
     {n: n for n in ("CFS3.jsonl", "CFS3_train.jsonl", "CFS3_valid.jsonl", "5gram_dict.json")},
     optional=("CFS3_train.jsonl", "CFS3_valid.jsonl", "5gram_dict.json"),
+    paper=("CFS3_train.jsonl", "CFS3_valid.jsonl", "5gram_dict.json"),
 )
 
 CF_SENTENCES = Dataset(
@@ -400,12 +409,93 @@ SCIREPEVAL_CITE_PREDICTION = Dataset(
                                    "cite_prediction/train.jsonl"),),
 )
 
+# SciNCL's SPECTER training triples without SciDocs leakage (its Table 4 "w/o leakage"); their query papers are
+# the anchors the thesis fetched from the Semantic Scholar API (Bansal §4.3: "the same anchor documents used by
+# SciNCL (i.e., SPECTER without leakage)").
+SPECTER_WOL = Dataset(
+    name="specter_wol",
+    folder="specter_wol",
+    description="SPECTER's training triples without SciDocs leakage, as SciNCL released them (query, positive, "
+                "negative S2 paper ids)",
+    licence="MIT (malteos/specter-wol)",
+    source="https://huggingface.co/malteos/specter-wol (specter-wol__train_triples.csv)",
+    files=(DataFile("specter-wol__train_triples.csv",
+                    "https://huggingface.co/malteos/specter-wol/resolve/main/specter-wol__train_triples.csv"),),
+    label="SPECTER w/o leakage triples (malteos/specter-wol)",
+    size="18.5 MB",
+)
+
+S2_CITATIONS_THESIS = Dataset(
+    name="s2_citations_thesis",
+    folder="s2_citations_thesis",
+    description="Semantic Scholar references and citations with intents and contexts of the thesis' anchor papers "
+                "(SciNCL's w/o-leakage queries) and the references of their references (Bansal §4.3)",
+    licence="Semantic Scholar API licence agreement (ODC-BY data)",
+    source="Semantic Scholar Graph API /paper/{id}/references and /citations "
+           "(fields contexts, intents, contextsWithIntent, isInfluential, title, abstract)",
+    manual="`sdr data fetch s2_citations_thesis` with S2_API_KEY set (about 1 request per second: the anchors' "
+           "pages and their references' pages take days; the fetch resumes where it stopped)",
+    expected=("references.jsonl", "citations.jsonl", "papers.jsonl"),
+    label="Semantic Scholar citations with intents (thesis anchors)",
+    fetcher="semantic_scholar",
+)
+
+S2AG_CITATIONS_FLEW = Dataset(
+    name="s2ag_citations_flew",
+    folder="s2ag_citations_flew",
+    description="Semantic Scholar citations with per-context intents around FLeW's query papers, and the papers' "
+                "titles and abstracts (FLeW §4.1 used the S2AG release of 2024-04-02)",
+    licence="Semantic Scholar API licence agreement (ODC-BY data)",
+    source="Semantic Scholar Graph API /paper/{id}/references and /citations (contextsWithIntent), or the S2AG "
+           "bulk datasets citations / papers / abstracts filtered to the queries",
+    manual="`sdr data fetch s2ag_citations_flew` with S2_API_KEY set (resumable)",
+    expected=("references.jsonl", "citations.jsonl", "papers.jsonl"),
+    label="Semantic Scholar citation graph with intents (FLeW queries)",
+    fetcher="semantic_scholar",
+)
+
+S2ORC_SPECTER = Dataset(
+    name="s2orc_specter",
+    folder="s2orc_specter",
+    description="S2ORC full text of SPECTER's training papers (CoSaEmb §4.1: 97,402 papers), in S2ORC's "
+                "metadata / pdf_parses layout",
+    licence="ODC-BY 1.0",
+    source="Semantic Scholar Datasets API, dataset s2orc (streamed shard by shard, only SPECTER's papers kept)",
+    manual="`sdr data fetch s2orc_specter` with S2_API_KEY set (streams every S2ORC shard, ~ 250 GB read, "
+           "keeps ~ 2 GB)",
+    expected=("metadata/metadata.jsonl", "pdf_parses/pdf_parses.jsonl"),
+    label="S2ORC full text of SPECTER's training papers",
+    fetcher="s2orc",
+)
+
+_LABELS = {
+    "csfcube": "CSFCube (iesl/CSFCube @ 7ffe012)",
+    "csabstruct": "CSAbstruct (allenai/sequential_sentence_classification)",
+    "pubmed_rct": "PubMed 20k RCT (Franck-Dernoncourt/pubmed-rct)",
+    "cfs3": "CFS3 release (Alab-NII/CFS3)",
+    "cf_sentences": "CF-labelled sentences (Iwatsuki & Aizawa 2021)",
+    "scidocs": "SciDocs (allenai/scidocs data)",
+    "mdcr": "MDCR (zoranmedic/mdcr)",
+    "scirepeval": "SciRepEval task registry and samples (allenai/scirepeval)",
+    "scirepeval_full": "SciRepEval evaluation sets (allenai/scirepeval_test)",
+    "scicite": "SciCite dev/test",
+    "scicite_full": "SciCite (allenai/scicite tarball)",
+    "acl_arc": "ACL-ARC (allenai/scicite tarball)",
+    "s2orc_sample": "S2ORC metadata sample (allenai/s2orc)",
+    "specter_sample": "SPECTER training-data sample (allenai/specter)",
+    "specter_training": "SPECTER's training triplets (train.pkl)",
+    "academic_phrasebank": "Academic Phrasebank phrase lists",
+    "scirepeval_cite_prediction": "SPECTER's training triplets (SciRepEval cite_prediction)",
+}
+_SIZES = {"scidocs": "4.6 GiB with embeddings", "mdcr": "~ 500 MB", "scirepeval_cite_prediction": "~ 3 GB",
+          "specter_training": "~ 2 GB", "pubmed_rct": "~ 30 MB", "scicite_full": "22.1 MB"}
+
 DATASETS: dict[str, Dataset] = {
-    d.name: d
+    d.name: replace(d, label=d.label or _LABELS.get(d.name, ""), size=d.size or _SIZES.get(d.name, ""))
     for d in (
         _csfcube(), CSABSTRUCT, PUBMED_RCT, CFS3, CF_SENTENCES, SCIDOCS, MDCR, SCIREPEVAL, SCIREPEVAL_FULL,
         SCICITE, SCICITE_FULL, ACL_ARC, S2ORC_SAMPLE, SPECTER_SAMPLE, SPECTER_TRAINING, ACADEMIC_PHRASEBANK,
-        SCIREPEVAL_CITE_PREDICTION,
+        SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, S2AG_CITATIONS_FLEW, S2ORC_SPECTER,
     )
 }
 
@@ -610,16 +700,23 @@ def status_table() -> list[dict]:
 
 
 def register(subparsers) -> None:
-    """``sdr data list | fetch NAME [--force] | verify NAME``."""
-    parser = subparsers.add_parser("data", help="benchmark and corpus data: list, fetch, verify")
+    """``sdr data list | fetch NAME | fetch --for CHAPTER | status --for CHAPTER | verify NAME``."""
+    parser = subparsers.add_parser("data", help="benchmark and corpus data: list, fetch, status, verify")
     commands = parser.add_subparsers(dest="data_command", required=True)
     listing = commands.add_parser("list", help="every dataset and where it is found")
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(func=_cli_list)
-    fetching = commands.add_parser("fetch", help="download a dataset into the cache")
-    fetching.add_argument("name", choices=sorted(DATASETS))
+    fetching = commands.add_parser("fetch", help="download a dataset (or everything a chapter reads at paper) "
+                                                 "into the cache")
+    fetching.add_argument("name", nargs="?", choices=sorted(DATASETS), help="one dataset")
+    fetching.add_argument("--for", dest="chapter", choices=sorted(CHAPTER_DATA),
+                          help="every dataset the chapter reads at the paper profile")
     fetching.add_argument("--force", action="store_true", help="download again even if present")
     fetching.set_defaults(func=_cli_fetch)
+    status = commands.add_parser("status", help="what a chapter reads at paper: present, missing, unpinned")
+    status.add_argument("--for", dest="chapter", required=True, choices=sorted(CHAPTER_DATA))
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.set_defaults(func=_cli_status)
     checking = commands.add_parser("verify", help="check a dataset's files against their sha256")
     checking.add_argument("name", choices=sorted(DATASETS))
     checking.set_defaults(func=_cli_verify)
@@ -637,9 +734,39 @@ def _cli_list(args) -> int:
 
 
 def _cli_fetch(args) -> int:
-    folder = fetch(args.name, force=args.force)
-    print(f"{args.name}: {folder}")
+    if bool(args.name) == bool(args.chapter):
+        raise ValueError("give a dataset NAME or --for CHAPTER")
+    names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
+    failed = []
+    for name in names:
+        dataset = get(name)
+        print(f"{name}: {dataset.description}" + (f" ({dataset.size})" if dataset.size else ""), flush=True)
+        try:
+            print(f"{name}: {fetch_any(name, force=args.force)}")
+        except DatasetUnavailable as error:
+            failed.append(name)
+            print(f"{name}: not fetched: {error}", file=sys.stderr)
+    if failed:
+        print(f"not fetched: {', '.join(failed)} (see the messages above)", file=sys.stderr)
+        return 1
     return 0
+
+
+def _cli_status(args) -> int:
+    rows = chapter_status(args.chapter)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for row in rows:
+            print(f"{row['dataset']:<28} {row['state']:<10} {row['folder'] or '-'}")
+            if row["missing"] and row["state"] != "missing":
+                print(f"{'':<28} missing files: {', '.join(row['missing'][:5])}"
+                      + (f" (+{len(row['missing']) - 5})" if len(row['missing']) > 5 else ""))
+            if row["state"] != "present":
+                print(f"{'':<28} get it: {row['get it']}")
+            if row["unpinned"]:
+                print(f"{'':<28} not pinned by a digest yet: {len(row['unpinned'])} files (pinned at first download)")
+    return 0 if all(row["state"] == "present" for row in rows) else 1
 
 
 def _cli_verify(args) -> int:
@@ -651,3 +778,433 @@ def _cli_verify(args) -> int:
             print(f"{state:<9} {path}")
     print(f"{args.name}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     return 1 if counts["mismatch"] or counts["missing"] else 0
+
+
+# --------------------------------------------------------------------------- the data policy
+#
+# One rule for every chapter's inputs, decided here and nowhere else:
+#
+# ========  ===============================  ===========================================
+# profile   training data                    evaluation data
+# ========  ===============================  ===========================================
+# smoke     replicas                         real when found, else replicas
+# real      real when found, else replicas   real when found, else replicas
+# paper     real only (downloaded, or stop)  real only (downloaded, or stop)
+# ========  ===============================  ===========================================
+#
+# ``use_real_data=False`` (smoke/real) turns every input into its replica; at ``paper`` it is refused.
+# ``smoke`` with ``use_real_data=True`` reads real training data when found too.
+
+REPLICA, REAL_IF_FOUND, REAL_ONLY = "replica", "real if found", "real only"
+DRY_RUN_ENV = "SDR_PAPER_DRY_RUN"
+"""Set (to 1) by ``make paper-dry-run``: the mirror holds official-format fixtures, so digests are not checked
+and every input is labelled a dry-run fixture; released models resolve to the offline MiniLM stand-in."""
+
+
+class ReplicaForbidden(RuntimeError):
+    """A replica or the synthetic corpus was requested while the ``paper`` policy is active."""
+
+
+class PaperDataMissing(DatasetUnavailable):
+    """At ``paper``, inputs of a chapter are missing and could not be fetched: raised before any training."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a profile reads: ``training`` and ``evaluation`` are each REPLICA, REAL_IF_FOUND or REAL_ONLY."""
+
+    profile: str
+    training: str
+    evaluation: str
+
+    @property
+    def real_only(self) -> bool:
+        return REAL_ONLY in (self.training, self.evaluation)
+
+    def mode(self, role: str) -> str:
+        if role not in ("training", "evaluation"):
+            raise ValueError(f"role must be 'training' or 'evaluation', got {role!r}")
+        return self.training if role == "training" else self.evaluation
+
+
+def _real_data_setting(setting) -> bool | None:
+    """``use_real_data`` as True / False / None (None: "auto", the profile decides)."""
+    if isinstance(setting, bool):
+        return setting
+    if isinstance(setting, str) and setting.strip().lower() in ("auto", "true", "false"):
+        value = setting.strip().lower()
+        return None if value == "auto" else value == "true"
+    raise ValueError(f"use_real_data must be true, false or 'auto', got {setting!r}")
+
+
+def policy_for(profile: str, use_real_data="auto") -> Policy:
+    """The data policy of a profile (see the table at the top of this section)."""
+    setting = _real_data_setting(use_real_data)
+    if profile == "paper":
+        if setting is False:
+            raise ValueError("use_real_data=False contradicts the paper profile, which reads the papers' own data only")
+        return Policy(profile, REAL_ONLY, REAL_ONLY)
+    if setting is False:
+        return Policy(profile, REPLICA, REPLICA)
+    if profile == "smoke" and setting is None:
+        return Policy(profile, REPLICA, REAL_IF_FOUND)
+    return Policy(profile, REAL_IF_FOUND, REAL_IF_FOUND)
+
+
+_active_policy: Policy | None = None
+
+
+def activate(policy: Policy | None) -> None:
+    """Make ``policy`` the process's data policy (``ChapterData`` does it); the replica writers consult it."""
+    global _active_policy
+    _active_policy = policy
+    if policy is not None and policy.real_only:
+        os.environ["SDR_DATA_POLICY"] = policy.profile  # worker processes inherit the prohibition
+    else:
+        os.environ.pop("SDR_DATA_POLICY", None)
+
+
+def active_policy() -> Policy | None:
+    if _active_policy is not None:
+        return _active_policy
+    if os.environ.get("SDR_DATA_POLICY") == "paper":
+        return policy_for("paper")
+    return None
+
+
+def forbid_replica(what: str) -> None:
+    """Called by every replica writer and the synthetic corpus: refuses to run under the ``paper`` policy."""
+    policy = active_policy()
+    if policy is not None and policy.real_only:
+        raise ReplicaForbidden(
+            f"{what}: the {policy.profile} profile reads the papers' own data only; a replica or the synthetic "
+            f"corpus was requested. Each input must come from sdr.datasets.ChapterData.input(), which fetches the "
+            f"real data or stops before training.")
+
+
+def dry_run() -> bool:
+    return os.environ.get(DRY_RUN_ENV, "") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class DataInput:
+    """One resolved input of a chapter: its folder (or file), whether it is real or a replica, and the line
+    that names it on the page."""
+
+    name: str
+    kind: str  # "real" or "replica"
+    path: Path
+    source: str
+    verified: bool | None = None  # real data: every file with a known digest matched (None: none checked)
+
+    @property
+    def real(self) -> bool:
+        return self.kind == "real"
+
+    def file(self, relative: str) -> Path:
+        """``path / relative``, which must exist."""
+        target = self.path / relative
+        if not target.exists():
+            raise FileNotFoundError(f"{target}: not found in the {self.kind} {self.name} folder {self.path}")
+        return target
+
+
+# Every dataset a chapter reads at the ``paper`` profile. ChapterData checks (and downloads) all of them before
+# the chapter does anything else, so a missing one stops the chapter in seconds, not after hours of training.
+CHAPTER_DATA: dict[str, tuple[str, ...]] = {
+    "benchmarks": ("csfcube", "csabstruct", "pubmed_rct"),
+    "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
+    "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
+    "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample"),
+    "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
+    "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "csfcube"),
+    "flew": ("s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval_full", "csfcube"),
+    "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
+    "summary": (),
+}
+
+
+def _folder_with(dataset: Dataset, paths: tuple[str, ...]) -> Path | None:
+    configured = os.environ.get("SDR_DATA")
+    candidates = [Path(configured) / dataset.folder] if configured else []
+    candidates.append(cache_dir() / dataset.folder)
+    for candidate in candidates:
+        if candidate.is_dir() and (all((candidate / p).exists() for p in paths) if paths else any(candidate.iterdir())):
+            return candidate
+    return None
+
+
+def paper_files(dataset: str | Dataset) -> tuple[str, ...]:
+    """The files a ``paper`` run reads of a dataset: the expected ones and the optional files marked ``paper``
+    (the SPECTER rankings of CSFCube, SciDocs' recommendations, the CFS3 release's splits), which a paper run
+    fetches before it starts instead of failing on them after training."""
+    dataset = get(dataset)
+    optional = tuple(f.path for f in dataset.files if not f.required and not f.archive and f.paper)
+    return tuple(dict.fromkeys((*dataset.expected_paths(), *optional)))
+
+
+def fetch_command(dataset: str | Dataset) -> str:
+    """What a user types to get a dataset (or what to do by hand when there is no download)."""
+    dataset = get(dataset)
+    if dataset.files and all(f.url for f in dataset.files if f.required) or dataset.fetcher:
+        return f"sdr data fetch {dataset.name}" + (f" ({dataset.size})" if dataset.size else "")
+    return dataset.manual or f"see {dataset.source}"
+
+
+class ChapterData:
+    """A chapter's inputs under its profile's data policy: one :meth:`input` call per input, no branching.
+
+    At ``paper`` the constructor checks every dataset the chapter reads (:data:`CHAPTER_DATA`, or ``needs``),
+    downloads what is missing when ``download`` is on, and otherwise raises one :class:`PaperDataMissing`
+    listing every missing dataset and the command that fetches it, before anything is trained. It also
+    makes the policy active, so a replica writer called under ``paper`` raises :class:`ReplicaForbidden`.
+
+    Example::
+
+        data = ChapterData("specter", profile, use_real_data)
+        scidocs_input = data.input("scidocs", replica=lambda folder: write_scidocs(eval_corpus, folder),
+                                   replica_source="SciDocs replica of the evaluation papers")
+        scidocs_input.path, scidocs_input.real, data.sources
+    """
+
+    def __init__(self, chapter: str, profile: str, use_real_data="auto", *, download: bool | None = None,
+                 needs: tuple[str, ...] | list[str] | None = None, workdir: str | Path | None = None,
+                 progress: bool = True):
+        self.chapter, self.profile = chapter, profile
+        self.policy = policy_for(profile, use_real_data)
+        self.download = self.policy.real_only if download is None else bool(download)
+        if needs is None:
+            needs = CHAPTER_DATA.get(chapter, ())
+        self.needs = tuple(dict.fromkeys(needs))
+        for name in self.needs:
+            get(name)  # unknown names fail here
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"sdr-{chapter}-data-"))
+        self.progress = progress
+        self.inputs: dict[str, DataInput] = {}
+        self._prepared: dict[str, Path] = {}
+        activate(self.policy)
+        if self.policy.real_only:
+            self._prepare()
+
+    # ---------------------------------------------------------------- paper: everything before training
+    def _prepare(self) -> None:
+        missing: list[tuple[Dataset, str]] = []
+        offline_reason = None
+        for name in self.needs:
+            dataset = get(name)
+            files = paper_files(dataset)
+            folder = _folder_with(dataset, files)
+            if folder is None and self.download and offline_reason is None:
+                try:
+                    folder = fetch_any(dataset, progress=self.progress)
+                    folder = _folder_with(dataset, files)
+                    if folder is None:
+                        raise DatasetUnavailable(f"{dataset.name}: fetched, but the files a paper run reads are "
+                                                 f"not all there: {', '.join(files[:5])}")
+                except DatasetUnavailable as error:
+                    reason = str(error)
+                    if "download failed" in reason:
+                        offline_reason = reason  # no network: do not wait for every other download to time out
+                    missing.append((dataset, reason))
+                    continue
+            if folder is None:
+                missing.append((dataset, offline_reason or ("downloads off" if not self.download else "not found")))
+                continue
+            self._prepared[name] = folder
+        if missing:
+            raise PaperDataMissing(self._missing_report(missing))
+
+    def _missing_report(self, missing: list[tuple["Dataset", str]]) -> str:
+        lines = [f"{self.chapter} at profile {self.profile}: {len(missing)} of the {len(self.needs)} data sets it "
+                 f"reads {'is' if len(missing) == 1 else 'are'} missing; nothing was trained."]
+        for dataset, reason in missing:
+            lines.append(f"  - {dataset.name}: {dataset.description}")
+            lines.append(f"      get it: {fetch_command(dataset)}")
+            lines.append(f"      why missing: {reason}")
+        lines.append(f"Fetch everything this chapter reads with `sdr data fetch --for {self.chapter}` (internet "
+                     f"needed; cache: $SDR_DATA_CACHE, default ~/.cache/sdr), or set SDR_DATA to a mirror holding "
+                     f"these folders; `sdr data status --for {self.chapter}` lists what is present.")
+        return "\n".join(lines)
+
+    # ---------------------------------------------------------------- one input
+    def input(self, name: str, replica=None, *, role: str = "evaluation", replica_source: str | None = None,
+              files: tuple[str, ...] = ()) -> DataInput:
+        """Resolve one input: its real folder or, where the policy allows, the replica ``replica`` writes.
+
+        ``replica(folder)`` is called with an empty folder and returns the path to use (a folder or a file).
+        ``files`` are paths the real folder must hold for this input (default: the dataset's expected files).
+        """
+        dataset = get(name)
+        mode = self.policy.mode(role)
+        if mode == REAL_ONLY:
+            if name not in self._prepared:
+                raise ValueError(f"{self.chapter}: input {name!r} is read at profile {self.profile} but not declared "
+                                 f"in sdr.datasets.CHAPTER_DATA[{self.chapter!r}] (nor in needs=), so it was not "
+                                 f"checked before training")
+            folder = self._prepared[name]
+            for relative in files:
+                if not (folder / relative).exists():
+                    raise FileNotFoundError(f"{folder / relative}: not found; the {name} folder {folder} lacks it")
+            return self._remember(self._real_input(dataset, folder))
+        folder = _folder_with(dataset, tuple(files) or dataset.expected_paths()) if mode == REAL_IF_FOUND else None
+        if folder is not None:
+            return self._remember(self._real_input(dataset, folder))
+        if replica is None:
+            raise DatasetUnavailable(
+                f"{self.chapter}: {name} is not in $SDR_DATA or the cache and has no replica; "
+                f"{fetch_command(dataset)}")
+        target = self.workdir / f"replica-{name}"
+        target.mkdir(parents=True, exist_ok=True)
+        path = Path(replica(target))
+        source = replica_source or f"{dataset.label or dataset.name} replica"
+        return self._remember(DataInput(name, "replica", path, f"{source} [replica]"))
+
+    def _real_input(self, dataset: Dataset, folder: Path) -> DataInput:
+        label = dataset.label or dataset.name
+        if dry_run():
+            return DataInput(dataset.name, "real", folder, f"{label} [paper dry run: official-format fixture, "
+                                                            f"{folder}]", verified=False)
+        return DataInput(dataset.name, "real", folder, label, verified=None)
+
+    def _remember(self, item: DataInput) -> DataInput:
+        self.inputs.setdefault(item.name, item)
+        return item
+
+    def replica(self, what: str, build):
+        """Build something synthetic that is not a registry dataset (the synthetic training corpus); refused
+        at ``paper`` like every replica. ``what`` names it in the error."""
+        forbid_replica(what)
+        return build()
+
+    # ---------------------------------------------------------------- what the page shows
+    @property
+    def sources(self) -> list[str]:
+        """One line per input resolved so far, for the captions."""
+        return [item.source for item in self.inputs.values()]
+
+    @property
+    def replicas(self) -> list[str]:
+        return [name for name, item in self.inputs.items() if not item.real]
+
+    def table(self):
+        """The page's data table: every input, real or replica, and where it came from."""
+        import pandas as pd
+
+        return pd.DataFrame([{"input": item.name, "kind": item.kind, "source": item.source}
+                             for item in self.inputs.values()], columns=["input", "kind", "source"]).set_index("input")
+
+
+# --------------------------------------------------------------------------- the lock file
+# Files whose bytes the registry cannot pin (the mirror does not have them) are pinned by their first download:
+# size and sha256 go to a lock file the user can commit, and a later download or check that differs is an error.
+
+def lock_path() -> Path:
+    """``$SDR_DATA_LOCK`` or ``data/datasets.lock.json`` of the checkout."""
+    configured = os.environ.get("SDR_DATA_LOCK")
+    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "data" / "datasets.lock.json"
+
+
+def read_lock() -> dict:
+    path = lock_path()
+    if not path.exists():
+        return {}
+    try:
+        lock = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error.msg}, line {error.lineno}); expected "
+                         f"{{dataset: {{file: {{size, sha256}}}}}}") from None
+    if not isinstance(lock, dict):
+        raise ValueError(f"{path}: expected {{dataset: {{file: {{size, sha256}}}}}}")
+    return lock
+
+
+def expected_digest(dataset: str | Dataset, relative: str) -> str | None:
+    """The sha256 a file must have: the registry's, else the lock file's, else None (not pinned yet)."""
+    dataset = get(dataset)
+    for data_file in dataset.files:
+        if data_file.path == relative and data_file.sha256:
+            return data_file.sha256
+    entry = read_lock().get(dataset.name, {}).get(relative)
+    return entry.get("sha256") if isinstance(entry, dict) else None
+
+
+def pin(dataset: str | Dataset, folder: str | Path) -> dict[str, str]:
+    """Check every downloaded file without a registry digest against the lock file, and record those not in it.
+
+    Returns ``{path: "pinned" | "matches lock" | "registry"}``; a file whose bytes differ from its lock entry
+    raises ``ValueError`` naming the file, both digests and the lock file.
+    """
+    dataset, folder = get(dataset), Path(folder)
+    lock = read_lock()
+    entries = lock.setdefault(dataset.name, {})
+    status, changed = {}, False
+    for data_file in dataset.files:
+        path = folder / data_file.path
+        if data_file.archive or not path.is_file():
+            continue
+        if data_file.sha256:
+            status[data_file.path] = "registry"
+            continue
+        digest, size = sha256_of(path), path.stat().st_size
+        known = entries.get(data_file.path)
+        if known:
+            if known.get("sha256") != digest:
+                raise ValueError(f"{path}: sha256 {digest} ({size} bytes) differs from {lock_path()}'s "
+                                 f"{known.get('sha256')} ({known.get('size')} bytes) for {dataset.name}/"
+                                 f"{data_file.path}: the upstream file changed or the download is damaged")
+            status[data_file.path] = "matches lock"
+        else:
+            entries[data_file.path] = {"size": size, "sha256": digest, "url": data_file.url,
+                                       "recorded": datetime.now(timezone.utc).date().isoformat()}
+            status[data_file.path] = "pinned"
+            changed = True
+    if changed:
+        target = lock_path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(".tmp")
+        temporary.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(temporary, target)
+        print(f"{dataset.name}: pinned {sum(v == 'pinned' for v in status.values())} files by their first download "
+              f"in {target} (commit it to pin them for everyone)")
+    return status
+
+
+def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True) -> Path:
+    """Get a dataset into the cache by whatever route it has: file URLs (then pinned, :func:`pin`) or an API
+    fetcher (:mod:`sdr.fetchers`)."""
+    dataset = get(name)
+    if dataset.fetcher:
+        from sdr import fetchers
+
+        folder = cache_dir() / dataset.folder
+        fetchers.fetch_dataset(dataset, folder, progress=progress)
+        if not is_complete(dataset, folder):
+            raise DatasetUnavailable(f"{dataset.name}: the {dataset.fetcher} fetcher finished but {folder} lacks "
+                                     f"{[p for p in dataset.expected_paths() if not (folder / p).exists()]}")
+        return folder
+    folder = fetch(dataset, force=force, progress=progress)
+    pin(dataset, folder)
+    return folder
+
+
+def chapter_status(chapter: str) -> list[dict]:
+    """``sdr data status --for CHAPTER``: each dataset the chapter reads at ``paper``, where it is, what is missing
+    and which of its files are not pinned by a digest (registry or lock file)."""
+    if chapter not in CHAPTER_DATA:
+        raise ValueError(f"unknown chapter {chapter!r}; chapters: {', '.join(CHAPTER_DATA)}")
+    rows = []
+    lock = read_lock()
+    for name in CHAPTER_DATA[chapter]:
+        dataset = get(name)
+        files = paper_files(dataset)
+        folder = _folder_with(dataset, files) or _folder_with(dataset, dataset.expected_paths())
+        missing = [p for p in files if folder is None or not (folder / p).exists()]
+        unpinned = [f.path for f in dataset.files if not f.sha256 and not f.archive
+                    and f.path not in lock.get(name, {})]
+        if dataset.fetcher:
+            state = "present" if folder is not None else "missing"
+        else:
+            state = "present" if not missing else ("incomplete" if folder is not None else "missing")
+        rows.append({"dataset": name, "state": state, "folder": str(folder or ""), "missing": missing,
+                     "unpinned": unpinned, "get it": fetch_command(dataset)})
+    return rows

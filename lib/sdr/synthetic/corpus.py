@@ -50,6 +50,7 @@ from sdr.synthetic.vocabulary import (
     MESH_FIELDS,
     MESH_LABELS,
 )
+from sdr.datasets import forbid_replica
 
 ABSTRACT_ROLES = ("background", "objective", "method", "result", "other")
 ROLE_TO_FACET = {"background": "background", "objective": "background", "other": "background",
@@ -383,6 +384,7 @@ def make_corpus(
     ``options`` are the other :class:`SyntheticConfig` fields (e.g. ``p_same_community=0.8``,
     ``with_sections=False`` for a faster title+abstract corpus).
     """
+    forbid_replica("sdr.synthetic.make_corpus")
     unknown = set(options) - set(SyntheticConfig.__dataclass_fields__)
     if unknown:
         raise TypeError(f"make_corpus: unknown options {sorted(unknown)}; "
@@ -700,6 +702,7 @@ def write_phrase_tsv(path: str | Path) -> Path:
     so a CFS3 implementation can split each phrase at its placeholders and match it back in the
     synthetic sections.
     """
+    forbid_replica("sdr.synthetic.write_phrase_tsv")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:

@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from sdr.datasets import forbid_replica
 
 FACETS = ("background", "method", "result")
 FACET_FOCUS = {"background": "topics", "method": "methods", "result": "data"}
@@ -66,6 +67,7 @@ def write_csfcube(
     ``n_queries`` query papers with one or two facets each; ``pool_size`` judged candidates per
     query. Counts are printed in one line and saved in ``out_dir/replica_stats.json``.
     """
+    forbid_replica("sdr.synthetic.write_csfcube")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)

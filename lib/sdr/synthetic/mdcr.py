@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
+from sdr.datasets import forbid_replica
 
 
 def write_mdcr(
@@ -42,6 +43,7 @@ def write_mdcr(
     Each field contributes up to ``n_queries_per_field`` queries per split (papers citing at least
     ``min_true`` papers); shortfalls are counted in ``mdcr_stats.json`` and printed.  Returns ``out_dir``.
     """
+    forbid_replica("sdr.synthetic.write_mdcr")
     import bm25s
     from tqdm.auto import tqdm
 

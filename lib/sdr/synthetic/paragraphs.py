@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from sdr.evaluate.paragraphs import chunks_from_papers, write_chunks
+from sdr.datasets import forbid_replica
 
 
 def write_paragraphs(corpus, path: str | Path, n_papers: int | None = None, seed: int = 0) -> Path:
     """Write section chunks of ``n_papers`` randomly chosen papers (all when ``None``); returns the path."""
+    forbid_replica("sdr.synthetic.write_paragraphs")
     paper_ids = sorted(corpus.papers)
     if n_papers is not None and n_papers < len(paper_ids):
         picks = np.random.default_rng(seed).choice(len(paper_ids), size=n_papers, replace=False)

@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
+from sdr.datasets import forbid_replica
 
 QREL_FOLDERS = ("cite", "cocite", "coview", "coread")
 DEFAULT_PROPENSITY = tuple(round(1.0 / (position ** 0.8), 6) for position in range(1, 11))
@@ -69,6 +70,7 @@ def write_scidocs(
     depends on the encoder (measured 85-92 for MiniLM cut to 1, 2 and 6 layers, 300 papers);
     ``"field"`` keeps the 6 fields.
     """
+    forbid_replica("sdr.synthetic.write_scidocs")
     if mag_level not in ("field", "subfield"):
         raise ValueError(f"mag_level={mag_level!r}: expected 'field' or 'subfield'")
     from tqdm.auto import tqdm

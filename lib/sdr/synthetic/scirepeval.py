@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sdr.synthetic.scidocs import _cite_relation, _cocite_relation, _pair_relation
+from sdr.datasets import forbid_replica
 
 
 def write_scirepeval(
@@ -40,6 +41,7 @@ def write_scirepeval(
 ) -> Path:
     """Write the replica into ``out_dir`` and return it; task sizes are printed and saved in
     ``scirepeval_stats.json`` (queries short of ``n_queries`` are counted there)."""
+    forbid_replica("sdr.synthetic.write_scirepeval")
     from tqdm.auto import tqdm
 
     out_dir = Path(out_dir)

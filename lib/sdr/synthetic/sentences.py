@@ -26,6 +26,7 @@ import numpy as np
 
 from sdr.evaluate.sentences import CF_DISCIPLINES, CF_SECTION_OFFSETS
 from sdr.synthetic.templates import RHETORICAL_BY_SECTION_KIND
+from sdr.datasets import forbid_replica
 
 CSABSTRUCT_SPLITS = ("train", "dev", "test")
 PUBMED_RCT_LABELS = {"background": "BACKGROUND", "objective": "OBJECTIVE", "method": "METHODS",
@@ -54,6 +55,7 @@ def write_csabstruct(
 
     ``max_papers`` keeps the first papers (by id) to make small replicas.
     """
+    forbid_replica("sdr.synthetic.write_csabstruct")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paper_ids = sorted(pid for pid, p in corpus.papers.items() if p.metadata.get("abstract_sentences"))
@@ -84,6 +86,7 @@ def write_pubmed_rct(
 ) -> Path:
     """Write ``train/dev/test.txt`` in PubMed 20k RCT's text format from the corpus' planted abstract roles
     (:data:`PUBMED_RCT_LABELS`); papers are split as :func:`write_csabstruct` splits them. Returns ``out_dir``."""
+    forbid_replica("sdr.synthetic.write_pubmed_rct")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paper_ids = sorted(pid for pid, p in corpus.papers.items() if p.metadata.get("abstract_sentences"))
@@ -106,6 +109,7 @@ def write_pubmed_rct(
 
 def write_cfs3(corpus, path: str | Path, max_sentences: int | None = None) -> Path:
     """Write the planted rhetorical sentences as CFS3 JSONL; returns the file path."""
+    forbid_replica("sdr.synthetic.write_cfs3")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
@@ -165,6 +169,7 @@ def write_cf_sentences(corpus, out_dir: str | Path, eval_fraction: float = 0.2, 
     to ``train``. All 32 files are written, empty ones included, so :func:`sdr.evaluate.sentences.read_cf_sentences`
     finds every file it expects. Returns ``out_dir``.
     """
+    forbid_replica("sdr.synthetic.write_cf_sentences")
     if not 0 <= eval_fraction <= 1:
         raise ValueError(f"write_cf_sentences: eval_fraction must lie in [0, 1], got {eval_fraction}")
     out_dir = Path(out_dir)

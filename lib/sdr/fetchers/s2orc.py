@@ -1,0 +1,163 @@
+"""S2ORC full text (Semantic Scholar Datasets API, dataset ``s2orc``) for a set of papers, in the 2020 release's
+``metadata`` / ``pdf_parses`` layout that :func:`sdr.corpus.read_s2orc_metadata` and
+:func:`sdr.corpus.read_s2orc_pdf_parses` read.
+
+The API lists a release's shards (``GET /datasets/v1/release/{release}/dataset/s2orc`` → ``{"files": [url, …]}``,
+API key required); each shard is gzipped JSONL of ``{"corpusid", "externalids", "content": {"source", "text",
+"annotations": {"title", "abstract", "sectionheader", "paragraph", …}}}``, where each annotation is a JSON
+*string* holding character spans ``[{"start", "end", "attributes"?}]`` into ``text``. The fetcher streams every
+shard once, keeps the records whose ``corpusid`` is wanted, and converts them: the title and abstract spans,
+and each paragraph span under the last section header that starts before it. Shards already read are listed in
+``shards_done.txt``, so an interrupted fetch resumes at the next shard.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from sdr.fetchers.http import Client
+
+DATASETS_API = "https://api.semanticscholar.org/datasets/v1"
+
+
+def _spans(annotations: dict, name: str) -> list[dict]:
+    value = annotations.get(name)
+    if value in (None, ""):
+        return []
+    spans = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(spans, list):
+        raise ValueError(f"annotation {name!r}: expected a list of spans, got {type(spans).__name__}")
+    return sorted((s for s in spans if isinstance(s, dict) and "start" in s and "end" in s),
+                  key=lambda s: (int(s["start"]), int(s["end"])))
+
+
+def convert(record: dict) -> tuple[dict, dict]:
+    """One S2ORC record → (``metadata`` line, ``pdf_parses`` line) with ``paper_id`` = the corpus id."""
+    if "corpusid" not in record or not isinstance(record.get("content"), dict):
+        raise ValueError(f"expected an S2ORC record {{corpusid, content: {{text, annotations}}}}, got keys "
+                         f"{sorted(record)}")
+    content = record["content"]
+    text = content.get("text") or ""
+    annotations = content.get("annotations") or {}
+
+    def cut(span) -> str:
+        return " ".join(text[int(span["start"]):int(span["end"])].split())
+
+    title = " ".join(cut(s) for s in _spans(annotations, "title"))
+    abstract = " ".join(cut(s) for s in _spans(annotations, "abstract"))
+    headers = _spans(annotations, "sectionheader")
+    body = []
+    for paragraph in _spans(annotations, "paragraph"):
+        start = int(paragraph["start"])
+        heading = ""
+        for header in headers:
+            if int(header["start"]) <= start:
+                heading = cut(header)
+            else:
+                break
+        paragraph_text = cut(paragraph)
+        if paragraph_text:
+            body.append({"section": heading, "text": paragraph_text})
+    paper_id = str(record["corpusid"])
+    metadata = {"paper_id": paper_id, "title": title, "abstract": abstract,
+                "externalids": record.get("externalids") or {}, "has_pdf_parse": bool(body)}
+    parse = {"paper_id": paper_id, "abstract": [{"text": abstract}] if abstract else [], "body_text": body}
+    return metadata, parse
+
+
+def shard_urls(client: Client, release: str = "latest") -> list[str]:
+    listing = client.json("GET", f"{DATASETS_API}/release/{release}/dataset/s2orc")
+    files = listing.get("files") if isinstance(listing, dict) else None
+    if not isinstance(files, list) or not files:
+        raise ValueError(f"{DATASETS_API}/release/{release}/dataset/s2orc: expected {{files: [url, …]}}, got "
+                         f"{str(listing)[:200]}")
+    return [str(url) for url in files]
+
+
+def _open_url(url: str):
+    return urllib.request.urlopen(url, timeout=120)
+
+
+def fetch_full_text(wanted: Iterable[str], folder: str | Path, client: Client | None = None,
+                    opener: Callable[[str], io.BufferedIOBase] = _open_url, release: str = "latest",
+                    progress: bool = True) -> dict:
+    """Stream every shard, keep the wanted corpus ids; returns counts (shards, records read, papers kept)."""
+    wanted = {str(w) for w in wanted}
+    folder = Path(folder)
+    (folder / "metadata").mkdir(parents=True, exist_ok=True)
+    (folder / "pdf_parses").mkdir(parents=True, exist_ok=True)
+    client = client or Client()
+    urls = shard_urls(client, release)
+    done_file = folder / "shards_done.txt"
+    done = set(done_file.read_text().split()) if done_file.exists() else set()
+    kept_ids = set()
+    metadata_path, parses_path = folder / "metadata" / "metadata.jsonl", folder / "pdf_parses" / "pdf_parses.jsonl"
+    if metadata_path.exists():
+        kept_ids = {json.loads(line)["paper_id"] for line in metadata_path.read_text().splitlines() if line.strip()}
+    print(f"S2ORC ({release}): {len(urls)} shards to read (each a few GB gzipped; all of them are streamed, only "
+          f"the {len(wanted):,} wanted papers are kept), {len(done)} already read; writing {folder}")
+    read = 0
+    for index, url in enumerate(tqdm(urls, desc="S2ORC shards", unit="shard", disable=not progress)):
+        key = url.split("?", 1)[0].rsplit("/", 1)[-1] or str(index)
+        if key in done:
+            continue
+        shard_metadata, shard_parses = [], []
+        with opener(url) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+            for line_number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                read += 1
+                record = json.loads(line)
+                corpus_id = str(record.get("corpusid"))
+                if corpus_id not in wanted or corpus_id in kept_ids:
+                    continue
+                try:
+                    metadata, parse = convert(record)
+                except (ValueError, TypeError, KeyError) as error:
+                    raise ValueError(f"{key}:{line_number}: {error}") from None
+                shard_metadata.append(metadata)
+                shard_parses.append(parse)
+                kept_ids.add(corpus_id)
+        # a shard's papers are written together after it was read whole, then the shard is marked read
+        with metadata_path.open("a", encoding="utf-8") as m, parses_path.open("a", encoding="utf-8") as p:
+            m.write("".join(json.dumps(x) + "\n" for x in shard_metadata))
+            p.write("".join(json.dumps(x) + "\n" for x in shard_parses))
+        with done_file.open("a") as handle:
+            handle.write(key + "\n")
+    metadata_path.touch()
+    parses_path.touch()
+    return {"shards": len(urls), "records_read": read, "papers_kept": len(kept_ids),
+            "papers_not_found": len(wanted - kept_ids)}
+
+
+def specter_corpus_ids() -> list[str]:
+    """Corpus ids of every paper in SPECTER's training triplets (SciRepEval cite_prediction)."""
+    from sdr import datasets
+    from sdr.jsonio import read_jsonl
+
+    folder = datasets.resolve("scirepeval_cite_prediction")
+    ids: dict[str, None] = {}
+    for _, record in read_jsonl(folder / "train.jsonl", "a triplet {query, pos, neg}"):
+        for role in ("query", "pos", "neg"):
+            paper = record.get(role) or {}
+            if paper.get("corpus_id") is not None:
+                ids.setdefault(str(paper["corpus_id"]), None)
+    return list(ids)
+
+
+def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client | None = None,
+                  opener=_open_url, wanted: Iterable[str] | None = None) -> Path:
+    if dataset.name != "s2orc_specter":
+        raise ValueError(f"{dataset.name}: the s2orc fetcher builds s2orc_specter only")
+    wanted = list(wanted) if wanted is not None else specter_corpus_ids()
+    counts = fetch_full_text(wanted, folder, client=client, opener=opener, progress=progress)
+    print(f"S2ORC: {counts['papers_kept']:,} of {len(wanted):,} papers found with text "
+          f"({counts['papers_not_found']:,} not in S2ORC), {counts['records_read']:,} records read")
+    return folder
