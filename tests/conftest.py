@@ -32,6 +32,12 @@ if "torch" in sys.modules:  # imported early by a plugin: the variable came too 
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+@pytest.fixture(autouse=True)
+def _private_data_lock(tmp_path_factory, monkeypatch):
+    """Every test pins downloads in its own lock file, never in the checkout's data/datasets.lock.json."""
+    monkeypatch.setenv("SDR_DATA_LOCK", str(tmp_path_factory.mktemp("lock") / "datasets.lock.json"))
+
 #: How the tiny encoder is loaded everywhere (keep in one place so "loaded the same way" stays true).
 TINY_ENCODER_OPTIONS = {"num_layers": 1, "max_length": 32, "device": "cpu"}
 

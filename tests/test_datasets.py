@@ -157,7 +157,7 @@ def test_cli_list_fetch_verify(isolated, monkeypatch, capsys):
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["toy"]["where"] == "missing" and rows["csfcube"]["licence"] == "CC BY-NC 4.0"
     assert call("data", "fetch", "toy") == 0
-    assert capsys.readouterr().out.strip() == f"toy: {isolated / 'cache' / 'toy'}"
+    assert capsys.readouterr().out.strip().splitlines()[-1] == f"toy: {isolated / 'cache' / 'toy'}"
     assert call("data", "verify", "toy") == 0
     assert "toy: 1 ok, 0 mismatch, 0 missing, 1 absent, 0 unchecked" in capsys.readouterr().out
     assert call("data", "list") == 0
