@@ -7,7 +7,7 @@ NAME    ?=
 # Real data for the tests when the shared mirror sits beside the checkout (CI sets it too).
 TEST_DATA := $(or $(SDR_DATA),$(wildcard ../shared/data))
 
-.PHONY: setup book chapters chapter html test bench data clean
+.PHONY: setup book chapters chapter html test paper-dry-run bench data clean
 
 setup: $(VENV)/.installed
 
@@ -34,6 +34,10 @@ chapter: setup
 ## test: unit tests, loader tests on $$SDR_DATA, every chapter at `smoke`, and the -W book build.
 test: setup
 	SDR_DATA="$(TEST_DATA)" $(PY) -m pytest
+
+## paper-dry-run: every chapter at `paper` on official-format fixtures, offline (CI runs it after `make test`).
+paper-dry-run: setup
+	SDR_DATA="$(TEST_DATA)" $(VENV)/bin/sdr paper-dry-run --workdir _build/paper-dry-run
 
 ## bench: speed and memory measurements; raw output goes to benchmarks/results/.
 bench: setup

@@ -12,7 +12,9 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("sdr.evaluate.cli", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets")
+COMMAND_MODULES = (
+    "sdr.evaluate.cli", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets", "sdr.dryrun",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -157,7 +157,9 @@ def _csfcube() -> Dataset:
         files.append(DataFile(path, _github(CSFCUBE_REPO, CSFCUBE_COMMIT, path), digest))
     files.append(DataFile("abstracts-csfcube-preds.jsonl",
                           _github(CSFCUBE_REPO, CSFCUBE_COMMIT, "abstracts-csfcube-preds.jsonl"), required=False))
+    structure = (*CSFCUBE_SHA256, "readable_annotations")  # the annotation files' names depend on the queries
     return Dataset(
+        expected=structure,
         name="csfcube",
         folder="csfcube",
         description="CSFCube faceted query-by-example test collection (50 query-facet pairs, graded pools)",
@@ -338,7 +340,9 @@ SCIDOCS = Dataset(
            "(data: s3://ai2-s2-research-public/specter/scidocs/)",
     files=(
         *(DataFile(p, f"{_SCIDOCS_BASE}/{p}") for p in _SCIDOCS_FILES),
-        *(DataFile(p, f"{_SCIDOCS_BASE}/{p}", required=False, paper=True) for p in _SCIDOCS_RECOMM),
+        # the evaluator reads every recommendation file but the ranker's config (its values are in sdr.evaluate)
+        *(DataFile(p, f"{_SCIDOCS_BASE}/{p}", required=False, paper=not p.endswith("_model.json"))
+          for p in _SCIDOCS_RECOMM),
     ),
     manual="or `aws s3 sync --no-sign-request s3://ai2-s2-research-public/specter/scidocs/ "
            "$SDR_DATA_CACHE/scidocs/` (4.6 GiB with embeddings)",
@@ -711,6 +715,7 @@ def register(subparsers) -> None:
     fetching.add_argument("name", nargs="?", choices=sorted(DATASETS), help="one dataset")
     fetching.add_argument("--for", dest="chapter", choices=sorted(CHAPTER_DATA),
                           help="every dataset the chapter reads at the paper profile")
+    fetching.add_argument("--model", help="a Hugging Face model into its cache")
     fetching.add_argument("--force", action="store_true", help="download again even if present")
     fetching.set_defaults(func=_cli_fetch)
     status = commands.add_parser("status", help="what a chapter reads at paper: present, missing, unpinned")
@@ -734,10 +739,22 @@ def _cli_list(args) -> int:
 
 
 def _cli_fetch(args) -> int:
+    if args.model:
+        if args.name or args.chapter:
+            raise ValueError("give a dataset NAME, --for CHAPTER or --model NAME")
+        print(f"model {fetch_model(args.model)}: in the Hugging Face cache")
+        return 0
     if bool(args.name) == bool(args.chapter):
-        raise ValueError("give a dataset NAME or --for CHAPTER")
+        raise ValueError("give a dataset NAME, --for CHAPTER or --model NAME")
     names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
     failed = []
+    if args.chapter:
+        for model in CHAPTER_MODELS.get(args.chapter, ()):
+            try:
+                print(f"model {fetch_model(model)}: in the Hugging Face cache")
+            except DatasetUnavailable as error:
+                failed.append(model)
+                print(f"{model}: not fetched: {error}", file=sys.stderr)
     for name in names:
         dataset = get(name)
         print(f"{name}: {dataset.description}" + (f" ({dataset.size})" if dataset.size else ""), flush=True)
@@ -886,6 +903,9 @@ def dry_run() -> bool:
     return os.environ.get(DRY_RUN_ENV, "") not in ("", "0")
 
 
+_OFFICIAL: dict[tuple[str, str], bool] = {}
+
+
 @dataclass(frozen=True)
 class DataInput:
     """One resolved input of a chapter: its folder (or file), whether it is real or a replica, and the line
@@ -901,6 +921,22 @@ class DataInput:
     def real(self) -> bool:
         return self.kind == "real"
 
+    @property
+    def official(self) -> bool:
+        """Real, and the released bytes: every file the registry has a digest for matches it (checks against a
+        published number run only then; in the paper dry run a fixture is real-shaped but not official)."""
+        if not self.real:
+            return False
+        dataset = get(self.name)
+        pinned = [f for f in dataset.files if f.sha256 and not f.archive]
+        if not pinned:
+            return not dry_run()
+        key = (str(self.path), self.name)
+        if key not in _OFFICIAL:
+            _OFFICIAL[key] = all((self.path / f.path).is_file() and sha256_of(self.path / f.path) == f.sha256
+                                 for f in pinned if f.required or (self.path / f.path).exists())
+        return _OFFICIAL[key]
+
     def file(self, relative: str) -> Path:
         """``path / relative``, which must exist."""
         target = self.path / relative
@@ -912,7 +948,7 @@ class DataInput:
 # Every dataset a chapter reads at the ``paper`` profile. ChapterData checks (and downloads) all of them before
 # the chapter does anything else, so a missing one stops the chapter in seconds, not after hours of training.
 CHAPTER_DATA: dict[str, tuple[str, ...]] = {
-    "benchmarks": ("csfcube", "csabstruct", "pubmed_rct"),
+    "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "s2orc_specter"),
     "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample"),
@@ -922,6 +958,47 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
     "summary": (),
 }
+
+
+# Released checkpoints and baselines a chapter scores at ``paper`` (its base model comes from the notebook).
+CHAPTER_MODELS: dict[str, tuple[str, ...]] = {}
+
+_MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+def offline() -> bool:
+    """``SDR_OFFLINE`` set: no download is attempted (the paper dry run, and users who want a clear stop)."""
+    return os.environ.get("SDR_OFFLINE", "") not in ("", "0")
+
+
+def _model_missing(name: str, download: bool) -> str | None:
+    """None when a model can be loaded (a folder, the offline MiniLM, the Hugging Face cache, or downloaded now),
+    else why not."""
+    if Path(name).exists() or name.lower() in _MINILM_NAMES:
+        return None
+    from huggingface_hub import snapshot_download
+
+    patterns = ["*.json", "*.txt", "*.safetensors", "*.model", "pytorch_model.bin"]
+    try:
+        snapshot_download(name, local_files_only=True, allow_patterns=patterns)
+        return None
+    except Exception:  # noqa: BLE001 - any failure means "not cached"
+        pass
+    if not download:
+        return "not in the Hugging Face cache (downloads off)"
+    try:
+        snapshot_download(name, allow_patterns=patterns)
+        return None
+    except Exception as error:  # noqa: BLE001 - reported, not hidden
+        return f"download failed: {type(error).__name__}: {str(error)[:200]}"
+
+
+def fetch_model(name: str) -> str:
+    """``sdr data fetch --model NAME``: a Hub model into the Hugging Face cache."""
+    reason = _model_missing(name, download=True)
+    if reason is not None:
+        raise DatasetUnavailable(f"model {name}: {reason}")
+    return name
 
 
 def _folder_with(dataset: Dataset, paths: tuple[str, ...]) -> Path | None:
@@ -968,11 +1045,15 @@ class ChapterData:
     """
 
     def __init__(self, chapter: str, profile: str, use_real_data="auto", *, download: bool | None = None,
-                 needs: tuple[str, ...] | list[str] | None = None, workdir: str | Path | None = None,
-                 progress: bool = True):
+                 needs: tuple[str, ...] | list[str] | None = None, models: tuple[str, ...] | list[str] = (),
+                 workdir: str | Path | None = None, progress: bool = True):
         self.chapter, self.profile = chapter, profile
         self.policy = policy_for(profile, use_real_data)
         self.download = self.policy.real_only if download is None else bool(download)
+        if offline():
+            self.download = False
+        self.models = tuple(dict.fromkeys([*models, *CHAPTER_MODELS.get(chapter, ())]))
+        self._model_sources: dict[str, str] = {}
         if needs is None:
             needs = CHAPTER_DATA.get(chapter, ())
         self.needs = tuple(dict.fromkeys(needs))
@@ -981,6 +1062,7 @@ class ChapterData:
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"sdr-{chapter}-data-"))
         self.progress = progress
         self.inputs: dict[str, DataInput] = {}
+        self.absent: list[str] = []  # optional inputs neither found nor replicated (smoke/real)
         self._prepared: dict[str, Path] = {}
         activate(self.policy)
         if self.policy.real_only:
@@ -1011,15 +1093,28 @@ class ChapterData:
                 missing.append((dataset, offline_reason or ("downloads off" if not self.download else "not found")))
                 continue
             self._prepared[name] = folder
-        if missing:
-            raise PaperDataMissing(self._missing_report(missing))
+        missing_models = []
+        for model in self.models:
+            reason = None if dry_run() else _model_missing(model, self.download and offline_reason is None)
+            if reason is not None:
+                if "download failed" in reason:
+                    offline_reason = offline_reason or reason
+                missing_models.append((model, reason))
+        if missing or missing_models:
+            raise PaperDataMissing(self._missing_report(missing, missing_models))
 
-    def _missing_report(self, missing: list[tuple["Dataset", str]]) -> str:
+    def _missing_report(self, missing: list[tuple["Dataset", str]], missing_models=()) -> str:
         lines = [f"{self.chapter} at profile {self.profile}: {len(missing)} of the {len(self.needs)} data sets it "
-                 f"reads {'is' if len(missing) == 1 else 'are'} missing; nothing was trained."]
+                 f"reads {'is' if len(missing) == 1 else 'are'} missing"
+                 + (f", and {len(missing_models)} of its {len(self.models)} models" if missing_models else "")
+                 + "; nothing was trained."]
         for dataset, reason in missing:
             lines.append(f"  - {dataset.name}: {dataset.description}")
             lines.append(f"      get it: {fetch_command(dataset)}")
+            lines.append(f"      why missing: {reason}")
+        for model, reason in missing_models:
+            lines.append(f"  - model {model} (Hugging Face Hub)")
+            lines.append(f"      get it: sdr data fetch --model {model}")
             lines.append(f"      why missing: {reason}")
         lines.append(f"Fetch everything this chapter reads with `sdr data fetch --for {self.chapter}` (internet "
                      f"needed; cache: $SDR_DATA_CACHE, default ~/.cache/sdr), or set SDR_DATA to a mirror holding "
@@ -1028,11 +1123,15 @@ class ChapterData:
 
     # ---------------------------------------------------------------- one input
     def input(self, name: str, replica=None, *, role: str = "evaluation", replica_source: str | None = None,
-              files: tuple[str, ...] = ()) -> DataInput:
+              files: tuple[str, ...] = (), real=None, optional: bool = False) -> DataInput | None:
         """Resolve one input: its real folder or, where the policy allows, the replica ``replica`` writes.
 
         ``replica(folder)`` is called with an empty folder and returns the path to use (a folder or a file).
+        ``real(folder)``, when given, turns the real folder into the same kind of thing the replica is (e.g. a
+        chunk file cut from S2ORC full text) and its return value becomes the input's path.
         ``files`` are paths the real folder must hold for this input (default: the dataset's expected files).
+        ``optional``: at smoke/real, an input that is neither found nor has a replica is None (its rows stay
+        empty and the page says so); at ``paper`` nothing is optional.
         """
         dataset = get(name)
         mode = self.policy.mode(role)
@@ -1045,10 +1144,13 @@ class ChapterData:
             for relative in files:
                 if not (folder / relative).exists():
                     raise FileNotFoundError(f"{folder / relative}: not found; the {name} folder {folder} lacks it")
-            return self._remember(self._real_input(dataset, folder))
+            return self._remember(self._real_input(dataset, folder, real))
         folder = _folder_with(dataset, tuple(files) or dataset.expected_paths()) if mode == REAL_IF_FOUND else None
         if folder is not None:
-            return self._remember(self._real_input(dataset, folder))
+            return self._remember(self._real_input(dataset, folder, real))
+        if replica is None and optional:
+            self.absent.append(name)
+            return None
         if replica is None:
             raise DatasetUnavailable(
                 f"{self.chapter}: {name} is not in $SDR_DATA or the cache and has no replica; "
@@ -1059,12 +1161,38 @@ class ChapterData:
         source = replica_source or f"{dataset.label or dataset.name} replica"
         return self._remember(DataInput(name, "replica", path, f"{source} [replica]"))
 
-    def _real_input(self, dataset: Dataset, folder: Path) -> DataInput:
+    def model(self, name: str) -> str:
+        """The name or folder to load a model from. At ``paper`` the model was checked (or downloaded) before the
+        chapter started; in the paper dry run every Hub model is the offline MiniLM stand-in, and the page says so."""
+        if dry_run() and not Path(name).exists() and name.lower() not in _MINILM_NAMES:
+            self._model_sources[name] = f"{name}: the offline all-MiniLM-L6-v2 as its stand-in [paper dry run]"
+            return "minilm"
+        return name
+
+    @property
+    def model_sources(self) -> list[str]:
+        return list(self._model_sources.values())
+
+    def _real_input(self, dataset: Dataset, folder: Path, adapt=None) -> DataInput:
         label = dataset.label or dataset.name
+        path = Path(adapt(folder)) if adapt is not None else folder
         if dry_run():
-            return DataInput(dataset.name, "real", folder, f"{label} [paper dry run: official-format fixture, "
-                                                            f"{folder}]", verified=False)
-        return DataInput(dataset.name, "real", folder, label, verified=None)
+            linked = DataInput(dataset.name, "real", folder, label).official
+            what = "the released files, linked" if linked else "an official-format fixture"
+            return DataInput(dataset.name, "real", path, f"{label} [paper dry run: {what}]", verified=linked)
+        return DataInput(dataset.name, "real", path, label, verified=None)
+
+    def lazy(self, what: str, build):
+        """A function that builds something synthetic once, on its first call (the corpus behind the replicas, only
+        when a replica is written); under the ``paper`` policy the call raises :class:`ReplicaForbidden`."""
+        built = []
+
+        def get_it():
+            if not built:
+                built.append(self.replica(what, build))
+            return built[0]
+
+        return get_it
 
     def _remember(self, item: DataInput) -> DataInput:
         self.inputs.setdefault(item.name, item)
@@ -1090,8 +1218,12 @@ class ChapterData:
         """The page's data table: every input, real or replica, and where it came from."""
         import pandas as pd
 
-        return pd.DataFrame([{"input": item.name, "kind": item.kind, "source": item.source}
-                             for item in self.inputs.values()], columns=["input", "kind", "source"]).set_index("input")
+        rows = [{"input": item.name, "kind": item.kind, "source": item.source} for item in self.inputs.values()]
+        rows += [{"input": name, "kind": "absent", "source": f"not found ({fetch_command(name)}); its rows stay empty"}
+                 for name in self.absent]
+        rows += [{"input": model.split(":", 1)[0], "kind": "model stand-in", "source": line}
+                 for model, line in self._model_sources.items()]
+        return pd.DataFrame(rows, columns=["input", "kind", "source"]).set_index("input")
 
 
 # --------------------------------------------------------------------------- the lock file

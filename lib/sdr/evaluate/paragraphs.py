@@ -51,6 +51,31 @@ def chunks_from_papers(papers: Iterable[Paper], min_chars: int = 1) -> list[Chun
     return chunks
 
 
+def write_s2orc_chunks(s2orc_dir: str | Path, path: str | Path, n_papers: int | None = None, seed: int = 0,
+                       exclude_ids: Iterable[str] = ()) -> Path:
+    """Section chunks of real S2ORC full text (``metadata/*.jsonl`` + ``pdf_parses/*.jsonl``): ``n_papers`` papers
+    with at least two sections, drawn at random (all when None), ``exclude_ids`` left out (e.g. training papers)."""
+    from sdr.corpus import read_s2orc_metadata, read_s2orc_pdf_parses
+
+    s2orc_dir = Path(s2orc_dir)
+    papers: dict[str, Paper] = {}
+    for metadata in sorted((s2orc_dir / "metadata").glob("*.jsonl")):
+        papers.update(read_s2orc_metadata(metadata, progress=False)[0])
+    for parses in sorted((s2orc_dir / "pdf_parses").glob("*.jsonl")):
+        read_s2orc_pdf_parses(parses, papers, progress=False)
+    excluded = set(map(str, exclude_ids))
+    eligible = sorted(pid for pid, paper in papers.items() if len(paper.sections) >= 2 and pid not in excluded)
+    if not eligible:
+        raise ValueError(f"{s2orc_dir}: no paper with two or more sections (after excluding {len(excluded)} ids)")
+    if n_papers is not None and n_papers < len(eligible):
+        picks = np.random.default_rng(seed).choice(len(eligible), size=n_papers, replace=False)
+        eligible = sorted(eligible[i] for i in picks)
+    chunks = chunks_from_papers(papers[pid] for pid in eligible)
+    write_chunks(path, chunks)
+    print(f"paragraph set {path}: {len(chunks)} section chunks of {len(eligible)} S2ORC papers ({s2orc_dir})")
+    return Path(path)
+
+
 def read_chunks(path: str | Path) -> list[Chunk]:
     """JSONL ``{"id", "paper_id"[, "text", "section"]}`` → chunks (duplicate ids are an error)."""
     path = Path(path)

@@ -1,0 +1,378 @@
+"""The paper dry run: every chapter executed at the ``paper`` profile on a paper-shaped mirror, offline, in CI.
+
+What cannot run here (downloads, SciBERT, a GPU) is still executed line by line: :func:`build_mirror` writes, for
+every dataset a ``paper`` chapter reads (:data:`sdr.datasets.CHAPTER_DATA`), a small fixture in the dataset's
+official layout, in the folder a download would fill. Real data from ``$SDR_DATA`` is linked in where the mirror
+has it (CSFCube, CSAbstruct, SciCite, the Phrasebank, the S2ORC sample), so the chapters' checks against published
+numbers run too; everything else is written from one seeded synthetic corpus by the replica writers, and the
+API-built datasets are written *by their fetchers* (:mod:`sdr.fetchers`) answering from a transport that serves
+the synthetic corpus in the APIs' JSON shapes, so the fetchers' code runs as well.
+
+:func:`run` then executes the chapters with papermill at ``paper`` plus the ``dry_run`` caps of ``profiles.yml``
+(the offline MiniLM instead of SciBERT, a few steps: sizes only), with ``SDR_PAPER_DRY_RUN=1`` and
+``SDR_OFFLINE=1``. Under the paper policy every replica writer raises, so a chapter that reads a replica at
+``paper`` fails here. ``make paper-dry-run`` runs it; ``.ci/run`` runs it after ``make test``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import urllib.parse
+from pathlib import Path
+
+import numpy as np
+
+from sdr import datasets
+
+FIXTURE_SEED = 7
+FIXTURE_PAPERS = 240
+CORPUS_ID_BASE = 900_000  # synthetic papers get corpus ids CORPUS_ID_BASE + index (S2 corpus ids are integers)
+REAL_FROM_MIRROR = ("csfcube", "csabstruct", "scicite", "academic_phrasebank", "s2orc_sample")
+FIXTURES = Path(__file__).resolve().parents[2] / "data" / "fixtures"
+
+
+# ---------------------------------------------------------------------------------------------- the corpus
+class FixtureCorpus:
+    """One seeded synthetic corpus for every fixture, split into a training part (triplets, citations, full
+    text) and an evaluation part (SciDocs, MDCR, SciRepEval, …), so the fixtures agree on paper ids."""
+
+    def __init__(self, n_papers: int = FIXTURE_PAPERS, seed: int = FIXTURE_SEED):
+        from sdr.synthetic import make_corpus
+        from sdr.synthetic.split import split_corpus
+
+        self.corpus = make_corpus(n_papers=n_papers, seed=seed)
+        self.train, self.eval = split_corpus(self.corpus, 0.5, seed=seed)
+        self.seed = seed
+        self.corpus_ids = {pid: CORPUS_ID_BASE + i for i, pid in enumerate(sorted(self.corpus.papers))}
+
+    def record(self, pid: str) -> dict:
+        paper = self.corpus.papers[pid]
+        return {"sha": pid, "corpus_id": self.corpus_ids[pid], "title": paper.title, "abstract": paper.abstract}
+
+    def triplets(self) -> list[tuple[str, str, str]]:
+        """SPECTER-style triplets of the training part: each query with each of its references, a random
+        non-cited negative (ids in file order, deterministic)."""
+        rng = np.random.default_rng(self.seed)
+        graph, ids = self.train.graph, sorted(self.train.papers)
+        triplets = []
+        for query in ids:
+            cited = sorted(graph.references(query))
+            for positive in cited[:5]:
+                while True:
+                    negative = ids[int(rng.integers(len(ids)))]
+                    if negative != query and negative not in cited:
+                        break
+                triplets.append((query, positive, negative))
+        return triplets
+
+
+# ---------------------------------------------------------------------------------------------- writers
+def _link(source: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(source.resolve(), target_is_directory=source.is_dir())
+    return target
+
+
+def write_scirepeval_cite_prediction(folder: Path, fixture: FixtureCorpus) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "train.jsonl").open("w", encoding="utf-8") as handle:
+        for query, positive, negative in fixture.triplets():
+            handle.write(json.dumps({"query": fixture.record(query), "pos": fixture.record(positive),
+                                     "neg": fixture.record(negative)}) + "\n")
+
+
+def write_specter_wol(folder: Path, fixture: FixtureCorpus) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["query_paper_id,positive_id,negative_id"] + [",".join(t) for t in fixture.triplets()]
+    (folder / "specter-wol__train_triples.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_scidocs(folder: Path, fixture: FixtureCorpus) -> None:
+    from sdr.synthetic.scidocs import write_scidocs as write
+
+    write(fixture.eval, folder, seed=fixture.seed, n_queries=12, include_recomm=True, progress=False)
+
+
+def write_mdcr(folder: Path, fixture: FixtureCorpus) -> None:
+    from sdr.synthetic.mdcr import write_mdcr as write
+
+    write(fixture.eval, folder, seed=fixture.seed, n_queries_per_field=3, progress=False)
+
+
+def write_scirepeval_full(folder: Path, fixture: FixtureCorpus) -> None:
+    from sdr.synthetic.scirepeval import write_scirepeval
+
+    write_scirepeval(fixture.eval, folder, seed=fixture.seed, n_queries=8, n_candidates=10, progress=False)
+
+
+def write_csfcube(folder: Path, fixture: FixtureCorpus) -> None:
+    from sdr.evaluate import csfcube
+    from sdr.synthetic.csfcube import write_csfcube as write
+
+    write(fixture.eval, folder, n_queries=8, pool_size=20, seed=fixture.seed)
+    # the SPECTER rankings shipped with CSFCube, in their format: {query: [[candidate, distance], ...]}
+    rankings = folder / "eval_scripts" / "sample_ranked_pools"
+    rankings.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(fixture.seed)
+    for facet in csfcube.FACETS:
+        pools = csfcube.judged_pools(folder, facet)
+        ranked = {q: [[c, float(d)] for c, d in sorted(zip(pool, rng.random(len(pool))), key=lambda x: x[1])]
+                  for q, pool in pools.items()}
+        (rankings / f"test-pid2pool-csfcube-specter-{facet}-ranked.json").write_text(json.dumps(ranked))
+
+
+def write_csabstruct(folder: Path, fixture: FixtureCorpus) -> None:
+    from sdr.synthetic.sentences import write_csabstruct as write
+
+    write(fixture.corpus, folder, seed=fixture.seed)
+
+
+def write_pubmed_rct(folder: Path, fixture: FixtureCorpus) -> None:
+    from sdr.synthetic.sentences import write_pubmed_rct as write
+
+    write(fixture.corpus, folder, seed=fixture.seed)
+
+
+def write_cf_sentences(folder: Path, fixture: FixtureCorpus) -> None:
+    from sdr.synthetic.sentences import write_cf_sentences as write
+
+    write(fixture.corpus, folder / "sentence-dataset", seed=fixture.seed)
+
+
+def copy_fixture(relative: str, layout: tuple[tuple[str, str], ...] | None = None):
+    """A writer that copies ``data/fixtures/<relative>`` (``layout``: (fixture file, dataset path) pairs)."""
+
+    def write(folder: Path, fixture: FixtureCorpus) -> None:
+        source = FIXTURES / relative
+        if layout is None:
+            shutil.copytree(source, folder)
+            return
+        for name, target in layout:
+            (folder / target).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source / name, folder / target)
+
+    return write
+
+
+class SyntheticGraphApi:
+    """A transport that answers Graph API requests (:mod:`sdr.fetchers.semantic_scholar`) from a synthetic
+    corpus: its edges as reference and citation links with intents and contexts, its papers by /paper/batch."""
+
+    S2_INTENT = {"background": "background", "method": "methodology", "result": "result"}
+
+    def __init__(self, corpus):
+        self.corpus = corpus
+
+    def _link(self, citation, other: str, role: str) -> dict:
+        paper = self.corpus.papers.get(other)
+        contexts, with_intent = [], []
+        for intent in citation.intents:
+            for k in range(max(1, citation.count(intent))):
+                text = f"[{other}] is cited for its {intent} ({k + 1})."
+                contexts.append(text)
+                with_intent.append({"context": text, "intents": [self.S2_INTENT[intent]]})
+        return {"contexts": contexts, "intents": [self.S2_INTENT[i] for i in citation.intents],
+                "contextsWithIntent": with_intent, "isInfluential": False,
+                role: {"paperId": other, "title": paper.title if paper else None,
+                       "abstract": paper.abstract if paper else None}}
+
+    def __call__(self, method, url, headers, body, timeout):
+        from sdr.fetchers.http import Response
+
+        parsed = urllib.parse.urlparse(url)
+        parts = parsed.path.split("/")
+        graph = self.corpus.graph
+        if method == "POST" and parts[-1] == "batch":
+            ids = json.loads(body)["ids"]
+            records = [{"paperId": i, "title": self.corpus.papers[i].title, "abstract": self.corpus.papers[i].abstract,
+                        "year": self.corpus.papers[i].year} if i in self.corpus.papers else None for i in ids]
+            return Response(200, json.dumps(records).encode())
+        paper_id, kind = parts[-2], parts[-1]
+        if paper_id not in self.corpus.papers:
+            return Response(404, b'{"error": "Paper not found"}')
+        if kind == "references":
+            data = [self._link(graph.edge(paper_id, c), c, "citedPaper") for c in sorted(graph.references(paper_id))]
+        else:
+            data = [self._link(graph.edge(c, paper_id), c, "citingPaper") for c in sorted(graph.citations(paper_id))]
+        return Response(200, json.dumps({"offset": 0, "data": data}).encode())
+
+
+def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
+    """The Semantic Scholar citation pages, written by the real fetcher from the synthetic Graph API."""
+    from sdr.fetchers.http import Client
+    from sdr.fetchers.semantic_scholar import CitationFetcher
+
+    anchors = list(dict.fromkeys(q for q, _, _ in fixture.triplets()))
+    client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train), sleep=lambda s: None)
+    CitationFetcher(folder, client, progress=False).fetch(anchors)
+
+
+def _s2orc_record(fixture: FixtureCorpus, pid: str) -> dict:
+    paper = fixture.corpus.papers[pid]
+    text, spans = "", {"title": [], "abstract": [], "sectionheader": [], "paragraph": []}
+
+    def add(kind: str, value: str) -> None:
+        nonlocal text
+        start = len(text)
+        text += value + "\n"
+        spans[kind].append({"start": start, "end": start + len(value)})
+
+    add("title", paper.title)
+    add("abstract", paper.abstract)
+    for section in paper.sections:
+        add("sectionheader", section.heading)
+        for paragraph in section.paragraphs:
+            add("paragraph", paragraph)
+    return {"corpusid": fixture.corpus_ids[pid], "externalids": {"doi": None},
+            "content": {"source": {"pdfsha": None}, "text": text,
+                        "annotations": {k: json.dumps(v) for k, v in spans.items()}}}
+
+
+def write_s2orc_specter(folder: Path, fixture: FixtureCorpus) -> None:
+    """S2ORC full text of the triplets' papers, written by the real S2ORC fetcher from a synthetic shard."""
+    from sdr.fetchers.http import Client, Response
+    from sdr.fetchers.s2orc import fetch_full_text
+
+    shard = "".join(json.dumps(_s2orc_record(fixture, pid)) + "\n" for pid in sorted(fixture.corpus.papers))
+    listing = Response(200, json.dumps({"files": ["https://dry-run.invalid/s2orc/shard-0.gz"]}).encode())
+    client = Client(rate=1e6, api_key="dry-run", transport=lambda *a: listing, sleep=lambda s: None)
+    wanted = {fixture.corpus_ids[p] for t in fixture.triplets() for p in t}
+    fetch_full_text(sorted(map(str, wanted)), folder, client=client,
+                    opener=lambda url: io.BytesIO(gzip.compress(shard.encode())), progress=False)
+
+
+WRITERS = {
+    "scirepeval_cite_prediction": write_scirepeval_cite_prediction,
+    "specter_wol": write_specter_wol,
+    "scidocs": write_scidocs,
+    "mdcr": write_mdcr,
+    "scirepeval_full": write_scirepeval_full,
+    "csfcube": write_csfcube,
+    "csabstruct": write_csabstruct,
+    "pubmed_rct": write_pubmed_rct,
+    "cf_sentences": write_cf_sentences,
+    "cfs3": copy_fixture("cfs3/released"),
+    "academic_phrasebank": copy_fixture("cfs3/phrasebank"),
+    "scicite": copy_fixture("scicite", (("dev.jsonl", "dev.jsonl"), ("dev.jsonl", "test.jsonl"))),
+    "s2orc_sample": copy_fixture("s2orc", (("metadata.jsonl", "metadata/sample.jsonl"),)),
+    "s2_citations_thesis": write_s2_citations,
+    "s2ag_citations_flew": write_s2_citations,
+    "s2orc_specter": write_s2orc_specter,
+}
+"""How the mirror gets each dataset a ``paper`` chapter reads (``REAL_FROM_MIRROR`` ones are linked when
+``$SDR_DATA`` has them)."""
+
+
+def needed_datasets(chapters=None) -> list[str]:
+    chapters = chapters or list(datasets.CHAPTER_DATA)
+    return list(dict.fromkeys(name for c in chapters for name in datasets.CHAPTER_DATA[c]))
+
+
+def build_mirror(folder: str | Path, chapters=None, real_data: str | Path | None = None) -> dict[str, str]:
+    """Write the paper-shaped mirror into ``folder``; returns ``{dataset: "real (linked)" | "fixture"}``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    real_root = Path(real_data) if real_data else None
+    fixture = None
+    made = {}
+    for name in needed_datasets(chapters):
+        dataset = datasets.get(name)
+        target = folder / dataset.folder
+        if target.exists():
+            made[name] = "present"
+            continue
+        source = real_root / dataset.folder if real_root else None
+        if name in REAL_FROM_MIRROR and source is not None and all(
+                (source / p).exists() for p in datasets.paper_files(dataset)):
+            _link(source, target)
+            made[name] = "real (linked)"
+            continue
+        if name not in WRITERS:
+            raise ValueError(f"no fixture writer for {name}: add one to sdr.dryrun.WRITERS")
+        fixture = fixture or FixtureCorpus()
+        WRITERS[name](target, fixture)
+        missing = [p for p in datasets.paper_files(dataset) if not (target / p).exists()]
+        if missing:
+            raise ValueError(f"fixture of {name} lacks files a paper run reads: {missing[:5]}")
+        made[name] = "fixture"
+    return made
+
+
+# ---------------------------------------------------------------------------------------------- the run
+def dry_run_overrides(chapter: str) -> dict:
+    """The ``dry_run`` caps of profiles.yml (sizes only) for ``chapter``."""
+    from sdr import book
+
+    spec = book.load_profiles().get("dry_run") or {}
+    return {**(spec.get("parameters") or {}), **((spec.get("chapters") or {}).get(chapter) or {})}
+
+
+def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: str | Path | None = None,
+        fresh: bool = True) -> dict[str, dict]:
+    """Build the mirror and execute ``chapters`` (default: all) at ``paper`` with the dry-run caps."""
+    from sdr import book
+
+    workdir = Path(workdir).resolve()
+    if fresh and workdir.exists():
+        shutil.rmtree(workdir)
+    chapters = list(chapters or book.chapter_names())
+    mirror = workdir / "mirror"
+    started = time.perf_counter()
+    made = build_mirror(mirror, [c for c in chapters if c in datasets.CHAPTER_DATA], real_data)
+    print(f"[dry run] mirror {mirror} in {time.perf_counter() - started:.0f} s: "
+          + ", ".join(f"{k} {v}" for k, v in made.items()), flush=True)
+    environment = {"SDR_DATA": str(mirror), "SDR_DATA_CACHE": str(workdir / "cache"),
+                   "SDR_RESULTS": str(workdir / "results"), datasets.DRY_RUN_ENV: "1", "SDR_OFFLINE": "1",
+                   "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    saved = {k: os.environ.get(k) for k in environment}
+    os.environ.update(environment)
+    outcome = {}
+    try:
+        for chapter in chapters:
+            clock = time.perf_counter()
+            try:
+                book.run_chapter(chapter, "paper", dry_run_overrides(chapter), output_dir=workdir / "chapters",
+                                 progress=False, force=True)
+                outcome[chapter] = {"ok": True, "seconds": time.perf_counter() - clock}
+            except Exception as error:  # noqa: BLE001 - every chapter runs; failures are listed at the end
+                outcome[chapter] = {"ok": False, "seconds": time.perf_counter() - clock,
+                                    "error": "".join(traceback.format_exception_only(type(error), error))[-3000:]}
+            state = "ok" if outcome[chapter]["ok"] else "FAILED"
+            print(f"[dry run] {chapter}: {state} in {outcome[chapter]['seconds']:.0f} s", flush=True)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return outcome
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("paper-dry-run", help="execute chapters at the paper profile on official-format "
+                                                         "fixtures, offline (what CI runs after make test)")
+    parser.add_argument("chapters", nargs="*", help="default: every chapter")
+    parser.add_argument("--workdir", type=Path, default=Path("_build/paper-dry-run"))
+    parser.add_argument("--real-data", default=os.environ.get("SDR_DATA") or None,
+                        help="a data mirror whose real CSFCube, CSAbstruct, SciCite, Phrasebank and S2ORC sample are "
+                             "linked in (default: $SDR_DATA)")
+    parser.set_defaults(func=_command)
+
+
+def _command(args) -> int:
+    outcome = run(args.chapters or None, args.workdir, args.real_data)
+    failed = {c: o for c, o in outcome.items() if not o["ok"]}
+    total = sum(o["seconds"] for o in outcome.values())
+    print(f"[dry run] {len(outcome) - len(failed)} of {len(outcome)} chapters ran at paper in {total / 60:.1f} min",
+          file=sys.stderr)
+    for chapter, result in failed.items():
+        print(f"[dry run] {chapter} FAILED:\n{result['error']}", file=sys.stderr)
+    return 1 if failed else 0
