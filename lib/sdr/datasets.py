@@ -1023,7 +1023,9 @@ def paper_files(dataset: str | Dataset) -> tuple[str, ...]:
 def fetch_command(dataset: str | Dataset) -> str:
     """What a user types to get a dataset (or what to do by hand when there is no download)."""
     dataset = get(dataset)
-    if dataset.files and all(f.url for f in dataset.files if f.required) or dataset.fetcher:
+    if dataset.fetcher:
+        return dataset.manual or f"sdr data fetch {dataset.name}"
+    if dataset.files and all(f.url for f in dataset.files if f.required):
         return f"sdr data fetch {dataset.name}" + (f" ({dataset.size})" if dataset.size else "")
     return dataset.manual or f"see {dataset.source}"
 
@@ -1090,12 +1092,17 @@ class ChapterData:
                     missing.append((dataset, reason))
                     continue
             if folder is None:
-                missing.append((dataset, offline_reason or ("downloads off" if not self.download else "not found")))
+                reason = (f"not tried: offline ({offline_reason.split(': ', 1)[-1][:160]})" if offline_reason
+                          else "not in $SDR_DATA or the cache, and downloads are off" if not self.download
+                          else "not found")
+                missing.append((dataset, reason))
                 continue
             self._prepared[name] = folder
         missing_models = []
         for model in self.models:
             reason = None if dry_run() else _model_missing(model, self.download and offline_reason is None)
+            if reason is not None and offline_reason is not None and self.download:
+                reason = "not tried: offline"
             if reason is not None:
                 if "download failed" in reason:
                     offline_reason = offline_reason or reason
