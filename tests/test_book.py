@@ -139,7 +139,7 @@ def test_the_repository_profiles_file_is_valid():
                                          ("false", False), ("null", None), ("minilm", "minilm"),
                                          ("'3'", "3"), ("[1, 2]", [1, 2]), ("allenai/specter", "allenai/specter")])
 def test_parse_value_reads_yaml_scalars(text, value):
-    parsed = book._parse_value(text)
+    parsed = book.parse_value(text)
     assert parsed == value and type(parsed) is type(value)
 
 

@@ -96,6 +96,28 @@ def test_fingerprint_follows_notebook_library_and_data(tiny_book, tiny_notebook)
     assert book.chapter_fingerprint("tiny", "smoke", parameters) != third
 
 
+def test_fingerprint_covers_the_whole_library_not_only_the_book_package(tiny_book, tmp_path_factory, monkeypatch):
+    assert book.paths.LIBRARY == Path(book.__file__).resolve().parents[1]  # lib/sdr, not lib/sdr/book
+    assert (book.paths.LIBRARY / "encoders.py").exists()
+    library = tmp_path_factory.mktemp("library")
+    (library / "book").mkdir()
+    (library / "book" / "runs.py").write_text("# the book package\n")
+    (library / "encoders.py").write_text("# an encoder\n")
+    monkeypatch.setattr(book.paths, "LIBRARY", library)
+    parameters = book.chapter_parameters("tiny", "smoke")
+    first = book.chapter_fingerprint("tiny", "smoke", parameters)
+    (library / "encoders.py").write_text("# a changed encoder\n")
+    assert book.chapter_fingerprint("tiny", "smoke", parameters) != first
+
+
+def test_the_book_root_is_the_repository_and_setting_it_reaches_every_module(tmp_path, monkeypatch):
+    assert (book.ROOT / "profiles.yml").exists() and (book.ROOT / "lib" / "sdr" / "book").is_dir()
+    monkeypatch.setattr(book, "PROFILES_FILE", tmp_path / "profiles.yml")
+    assert book.paths.PROFILES_FILE == book.PROFILES_FILE == tmp_path / "profiles.yml"
+    with pytest.raises(FileNotFoundError, match="profiles.yml: profiles file not found"):
+        book.load_profiles()
+
+
 def test_summary_depends_on_the_other_chapters_results(tiny_book):
     parameters = {"profile": "smoke"}
     notebook = tiny_book / "notebooks" / "tiny.ipynb"

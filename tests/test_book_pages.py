@@ -26,11 +26,11 @@ TQDM_STREAM = ("training:   0%|          | 0/5 [00:00<?, ?step/s]\rtraining:  40
 
 # ------------------------------------------------------------------------------------------ clean outputs
 def test_carriage_returns_render_as_a_terminal_shows_them():
-    assert book._render_carriage_returns(TQDM_STREAM + "\rtraining: 100%|██████████| 5/5 [00:03]\nafter\n") == \
+    assert book.render._render_carriage_returns(TQDM_STREAM + "\rtraining: 100%|██████████| 5/5 [00:03]\nafter\n") == \
         "training: 100%|██████████| 5/5 [00:03]\nafter\n"
     # leave=False erases the bar with blanks: nothing of it remains
-    assert book._render_carriage_returns("loss:  50%|█  | 1/2\r          \rdone\n") == "done\n"
-    assert book._render_carriage_returns("plain\ntext\n") == "plain\ntext\n"
+    assert book.render._render_carriage_returns("loss:  50%|█  | 1/2\r          \rdone\n") == "done\n"
+    assert book.render._render_carriage_returns("plain\ntext\n") == "plain\ntext\n"
 
 
 def _executed_notebook() -> nbformat.NotebookNode:

@@ -125,9 +125,9 @@ def test_chapter_embeds_and_samples_the_citations_of_real_specter_triplets(share
     book.run_chapter("scincl", "smoke", overrides, output_dir=tmp_path / "pages", progress=False, force=True)
     record = json.loads((tmp_path / "results" / "scincl" / "smoke.json").read_text())
     assert record["sources"][0].startswith("specter_small.json: 200 citations (query → positive) of 200 SPECTER")
-    sampling = book._from_jsonable(record["tables"]["sampling"])
+    sampling = book.from_jsonable(record["tables"]["sampling"])
     # every sampled query is a query or positive of the real triplets (numeric corpus ids, not synthetic p00042)
     assert sampling.loc["SciNCL (kNN bands)", "triplets"] > 0
     assert sampling.loc["SciNCL (kNN bands)", "queries used"] <= 24
-    link = book._from_jsonable(record["tables"]["link prediction"])
+    link = book.from_jsonable(record["tables"]["link prediction"])
     assert (link["reported by"] == "this book (smoke)").sum() == 1

@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from sdr.evaluate.embeddings import MissingEmbeddings
+from sdr.evaluate.scidocs_layout import ScidocsPaths, load_embeddings
 
 FEATURES = (
     "author_match", "position", "title_match", "embedding_cosine", "citation_overlap",
@@ -425,8 +426,6 @@ def evaluate(
     "history", "train_triplets", "position_bug"}, "missing_embeddings": {...}}``.  With
     ``val_or_test="val"`` the official code evaluates on val and trains without validation.
     """
-    from sdr.evaluate.scidocs import ScidocsPaths, load_embeddings
-
     if val_or_test not in ("val", "test"):
         raise ValueError(f"val_or_test must be 'val' or 'test', got {val_or_test!r}")
     device = _resolve_device(device)

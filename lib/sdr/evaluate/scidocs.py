@@ -12,7 +12,7 @@ Matches ``allenai/scidocs``:
   breaks by document id), ``pytrec_eval`` ``map`` and full ``ndcg``, mean over evaluated queries,
   × 100, 2 decimals.  A query without an embedding is skipped (not averaged), a candidate without
   one is dropped from the ranking — exactly as the official run file is built — and both are counted.
-* ``scidocs/paths.py`` — the file layout (``DataPaths``).
+* ``scidocs/paths.py`` — the file layout (``DataPaths``), :mod:`sdr.evaluate.scidocs_layout`.
 * ``scidocs/recomm_click_eval.py`` — the recommendations task, see :mod:`sdr.evaluate.recommendations`.
 
 Speed: one ``pytrec_eval`` call per task and all query–candidate distances of a task in one
@@ -26,16 +26,14 @@ import csv
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from sdr.evaluate import recommendations
+from sdr.evaluate.embeddings import MissingEmbeddings
+from sdr.evaluate.scidocs_layout import PROXIMITY_TASKS, ScidocsPaths, load_embeddings  # noqa: F401 (re-exported)
 from sdr.jsonio import load_json
-from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
-
-PROXIMITY_TASKS = {"co-view": "coview", "co-read": "coread", "cite": "cite", "co-cite": "cocite"}
-"""Output name → folder of the qrels, in the order of ``get_view_cite_read_metrics``."""
 
 CLASSIFICATION_TASKS = ("mag", "mesh")
 
@@ -48,42 +46,6 @@ SCIDOCS_METRICS = (
 """The 12 numbers of SPECTER's Table 1 (their unweighted mean is the papers' "avg")."""
 
 SVM_C_GRID = np.logspace(-4, 2, 7)
-
-
-@dataclass(frozen=True)
-class ScidocsPaths:
-    """The official layout (``scidocs/paths.py`` ``DataPaths``) under ``base``."""
-
-    base: Path
-
-    def qrel(self, task: str, split: str) -> Path:
-        return self.base / PROXIMITY_TASKS.get(task, task) / f"{split}.qrel"
-
-    def classification(self, task: str, split: str) -> Path:
-        return self.base / task / f"{split}.csv"
-
-    def recomm(self, split: str) -> Path:
-        return self.base / "recomm" / f"{split}.csv"
-
-    @property
-    def propensity_scores(self) -> Path:
-        return self.base / "recomm" / "propensity_scores.json"
-
-    @property
-    def metadata_mag_mesh(self) -> Path:
-        return self.base / "paper_metadata_mag_mesh.json"
-
-    @property
-    def metadata_view_cite_read(self) -> Path:
-        return self.base / "paper_metadata_view_cite_read.json"
-
-    @property
-    def metadata_recomm(self) -> Path:
-        return self.base / "paper_metadata_recomm.json"
-
-    def has_recomm(self) -> bool:
-        return all(p.exists() for p in (self.recomm("train"), self.recomm("test"), self.propensity_scores,
-                                        self.metadata_recomm))
 
 
 # ----------------------------------------------------------------------------------------- readers
@@ -173,15 +135,6 @@ def read_papers(data_dir: str | Path) -> dict:
 
     return {pid: Paper(pid, record.get("title") or "", record.get("abstract") or "")
             for pid, record in papers_to_embed(data_dir).items()}
-
-
-def load_embeddings(embeddings: Mapping[str, np.ndarray] | str | Path) -> Mapping[str, np.ndarray]:
-    """Accept ``{id: vector}`` or an embeddings JSONL path (see :mod:`sdr.evaluate.embeddings`)."""
-    if isinstance(embeddings, (str, Path)):
-        return read_embeddings(embeddings, dtype=np.float64)
-    if not embeddings:
-        raise ValueError("embeddings: the mapping is empty")
-    return embeddings
 
 
 # ------------------------------------------------------------------------------------ classification
@@ -377,8 +330,6 @@ def evaluate(
             # The official suite scores the *test* qrels for these tasks whatever val_or_test says.
             metrics[task] = evaluate_proximity(data_dir, embeddings, task, "test", missing)
         else:
-            from sdr.evaluate import recommendations
-
             recomm_vectors = load_embeddings(recomm_embeddings) if recomm_embeddings is not None else embeddings
             metrics["recomm"] = recommendations.evaluate(
                 data_dir, recomm_vectors, val_or_test=val_or_test, position_bug=position_bug,

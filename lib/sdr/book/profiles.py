@@ -1,0 +1,87 @@
+"""Profiles (``profiles.yml``) and the parameters of a chapter at a profile.
+
+``profiles.yml`` holds parameter sets (``smoke``, ``real``, ``paper``), each with a common block and per-chapter
+blocks (see the comment at its top). :func:`chapter_parameters` merges them with ``-p`` overrides and refuses
+keys the chapter's ``parameters`` cell does not define.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from sdr.book import paths
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """PyYAML reads YAML 1.1, where ``2e-5`` (no dot) is a *string*; learning rates are written that way,
+    so this loader also resolves the YAML 1.2 float form ``[-+]?digits[.digits]e[-+]?digits``."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
+def load_profiles(path: Path | None = None) -> dict:
+    path = Path(path or paths.PROFILES_FILE)
+    try:
+        profiles = yaml.load(path.read_text(), Loader=_YamlLoader)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: profiles file not found") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(profiles, dict) or "profiles" not in profiles or "chapters" not in profiles:
+        raise ValueError(f"{path}: expected top-level keys 'chapters' and 'profiles'")
+    return profiles
+
+
+def chapter_names(path: Path | None = None) -> list[str]:
+    return list(load_profiles(path)["chapters"])
+
+
+def notebook_parameters(notebook: Path) -> dict:
+    """The names and default values of a notebook's ``parameters`` cell."""
+    import papermill
+
+    if not notebook.exists():
+        raise FileNotFoundError(f"{notebook}: chapter notebook not found")
+    inferred = papermill.inspect_notebook(str(notebook))
+    if not inferred:
+        raise ValueError(f"{notebook}: no cell tagged 'parameters' (every chapter needs one)")
+    return {name: spec["default"] for name, spec in inferred.items()}
+
+
+def chapter_parameters(chapter: str, profile: str, overrides: Mapping | None = None,
+                       profiles_path: Path | None = None, notebook: Path | None = None) -> dict:
+    """Parameters for ``chapter`` at ``profile``; unknown keys and missing required values are errors."""
+    source = Path(profiles_path or paths.PROFILES_FILE)  # the file actually read, named in the errors
+    profiles = load_profiles(source)
+    if profile not in profiles["profiles"]:
+        raise ValueError(f"unknown profile {profile!r}; {source} defines "
+                         f"{sorted(profiles['profiles'])}")
+    if chapter not in profiles["chapters"]:
+        raise ValueError(f"unknown chapter {chapter!r}; {source} lists {profiles['chapters']}")
+    spec = profiles["profiles"][profile]
+    merged = dict(spec.get("parameters") or {})
+    merged.update((spec.get("chapters") or {}).get(chapter) or {})
+    merged.update(overrides or {})
+    notebook = notebook or paths.NOTEBOOKS / f"{chapter}.ipynb"
+    defaults = notebook_parameters(notebook)
+    unknown = sorted(set(merged) - set(defaults))
+    if unknown:
+        raise ValueError(f"{notebook.name}: parameters {unknown} (from profile {profile!r} or -p) are not "
+                         f"defined in its parameters cell; it defines {sorted(defaults)}")
+    missing = sorted(k for k, v in defaults.items() if v == "None" and k not in merged)
+    if missing:
+        raise ValueError(f"{notebook.name}: parameters {missing} have no value: give them in profile "
+                         f"{profile!r} of {source} or with -p NAME VALUE")
+    return merged
+
+
+def parse_value(text: str):
+    """``-p key value`` values are YAML scalars: 3 → int, 0.5 and 2e-5 → float, true → bool, else str."""
+    return yaml.load(text, Loader=_YamlLoader)
