@@ -145,7 +145,7 @@ def test_dry_run_labels_inputs_as_fixtures(monkeypatch, isolated):
     put(isolated / "cache" / "alpha")
     monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")
     item = ChapterData("toychapter", "paper", download=False).input("alpha")
-    assert item.real and item.verified is False and "paper dry run: official-format fixture" in item.source
+    assert item.real and item.verified is False and "paper dry run: an official-format fixture" in item.source
 
 
 def test_every_chapter_declares_registry_datasets():
