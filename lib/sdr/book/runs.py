@@ -92,9 +92,20 @@ def _chapter_command(args) -> int:
     overrides = {key: parse_value(value) for key, value in args.parameter}
     for name in names:
         print(f"[sdr chapter] {name} at profile {args.profile}", file=sys.stderr, flush=True)
-        output = run_chapter(name, args.profile, overrides, args.output_dir, force=args.force)
+        try:
+            output = run_chapter(name, args.profile, overrides, args.output_dir, force=args.force)
+        except Exception as error:
+            if getattr(error, "ename", None) in DATA_STOPS:
+                # the chapter stopped on purpose before training: its message is the whole story, no traceback
+                print(f"[sdr chapter] {name} stopped: {error.ename}:\n{error.evalue}", file=sys.stderr, flush=True)
+                return 3
+            raise
         print(f"[sdr chapter] {output}", file=sys.stderr, flush=True)
     return 0
+
+
+DATA_STOPS = ("PaperDataMissing", "ReplicaForbidden")
+"""Exceptions a chapter raises on purpose (sdr.datasets): ``sdr chapter`` prints their message alone, exit status 3."""
 
 
 def write_executed(notebook, path: Path, chapter: str, parameters: Mapping, results: Path | None = None,
