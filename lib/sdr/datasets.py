@@ -716,6 +716,8 @@ def register(subparsers) -> None:
     fetching.add_argument("--for", dest="chapter", choices=sorted(CHAPTER_DATA),
                           help="every dataset the chapter reads at the paper profile")
     fetching.add_argument("--model", help="a Hugging Face model into its cache")
+    fetching.add_argument("--real-profile", action="store_true",
+                          help="every dataset the real profile reads when found (the shared mirror's content)")
     fetching.add_argument("--force", action="store_true", help="download again even if present")
     fetching.set_defaults(func=_cli_fetch)
     status = commands.add_parser("status", help="what a chapter reads at paper: present, missing, unpinned")
@@ -744,9 +746,14 @@ def _cli_fetch(args) -> int:
             raise ValueError("give a dataset NAME, --for CHAPTER or --model NAME")
         print(f"model {fetch_model(args.model)}: in the Hugging Face cache")
         return 0
-    if bool(args.name) == bool(args.chapter):
-        raise ValueError("give a dataset NAME, --for CHAPTER or --model NAME")
-    names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
+    if args.real_profile:
+        if args.name or args.chapter:
+            raise ValueError("give a dataset NAME, --for CHAPTER, --real-profile or --model NAME")
+        names = list(REAL_PROFILE_DATA)
+    elif bool(args.name) == bool(args.chapter):
+        raise ValueError("give a dataset NAME, --for CHAPTER, --real-profile or --model NAME")
+    else:
+        names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
     failed = []
     if args.chapter:
         for model in CHAPTER_MODELS.get(args.chapter, ()):

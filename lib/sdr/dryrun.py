@@ -321,6 +321,7 @@ def execute(notebook: Path, parameters: dict, output: Path, environment: dict, t
     ``{"ok", "seconds", "error", "ename", "evalue"}`` (the exception's name and message when it failed)."""
     import papermill
 
+    environment = {**environment, "SDR_INTERACTIVE_PROFILE": ""}  # papermill's parameters, not an interactive profile
     saved = {k: os.environ.get(k) for k in environment}
     os.environ.update(environment)
     clock = time.perf_counter()

@@ -38,7 +38,8 @@ from sdr.book.results import (SCIDOCS_COLUMNS, from_jsonable, jsonable, load_res
                               read_paper_table, save_results, scidocs_row, stored_record)
 from sdr.book.runs import (KERNEL_ENVIRONMENT, READS_RESULTS, chapter_fingerprint, register, run_chapter, run_dir,
                            stored_fingerprint, write_executed)
-from sdr.book.setup_cell import CONFIG_FILE, SETUP_TAG, add_setup_cell, repository, setup_cell_source
+from sdr.book.setup_cell import (CONFIG_FILE, PROFILE_TAG, SETUP_TAG, add_setup_cell, device_line, interactive_parameters,
+                                 profile_cell_source, repository, set_repository, setup_cell_source)
 from sdr.book.sources import caption, environment_line, real_data_enabled, real_data_file, shared_data_dir
 from sdr.book.status import STATUS_PAGE, reproduction_status, status_markdown, write_status_page
 

@@ -51,6 +51,7 @@ def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None 
               f"data), not re-executed; --force re-executes it", file=sys.stderr, flush=True)
     else:
         os.environ.update(KERNEL_ENVIRONMENT)  # the kernel inherits it
+        os.environ.pop("SDR_INTERACTIVE_PROFILE", None)  # papermill's parameters, not an interactive profile
         executing = output.with_name(f".{chapter}.executing.ipynb")  # a failed run keeps the previous page
         try:
             papermill.execute_notebook(str(notebook), str(executing), parameters=parameters, cwd=str(paths.ROOT),
@@ -83,6 +84,10 @@ def register(subparsers) -> None:
     setup.add_argument("notebooks", nargs="*", type=Path,
                        help="notebooks to update (default: every notebooks/*.ipynb)")
     setup.set_defaults(func=setup_cells_command)
+
+    from sdr.book import publish
+
+    publish.register(subparsers)
 
 
 def _chapter_command(args) -> int:
