@@ -270,6 +270,30 @@ def naive_scores(embeddings: np.ndarray, labels: Sequence) -> dict[str, float]:
     return {"p@1": float(np.mean(p_at_1)), "map@r": float(np.mean(map_at_r))}
 
 
+def per_query_map_at_r(embeddings: np.ndarray, labels: Sequence, block: int = 512) -> dict[int, float]:
+    """AP@R of every non-singleton query (its index → value), vectorised in blocks of queries: the values whose
+    mean is :func:`evaluate`'s MAP@R, for paired comparisons of two encoders query by query (``sdr.stats``).
+    Same definitions as :func:`naive_scores` (stable Euclidean order on L2-normalised vectors, self excluded)."""
+    vectors = _normalise(np.asarray(embeddings)).astype(np.float64)
+    codes = np.unique(np.asarray(list(labels), dtype=object).astype(str), return_inverse=True)[1]
+    sizes = np.bincount(codes)
+    squared = np.sum(vectors ** 2, axis=1)
+    scores = {}
+    for start in range(0, len(codes), block):
+        rows = np.arange(start, min(start + block, len(codes)))
+        distances = squared[rows, None] + squared[None, :] - 2.0 * vectors[rows] @ vectors.T
+        distances[np.arange(len(rows)), rows] = np.inf  # the query itself is never retrieved
+        order = np.argsort(distances, axis=1, kind="stable")
+        for row, query in enumerate(rows):
+            r = int(sizes[codes[query]] - 1)
+            if r == 0:
+                continue
+            relevant = codes[order[row, :r]] == codes[query]
+            precision = np.cumsum(relevant) / np.arange(1, r + 1)
+            scores[int(query)] = float(np.sum(precision * relevant) / r)
+    return scores
+
+
 # --------------------------------------------------------------------------- command line
 
 
