@@ -201,7 +201,8 @@ def test_cli_parser_registers_every_command():
 
     parser = cli.build_parser()
     commands = parser._subparsers._group_actions[0].choices  # argparse keeps sub-parsers here
-    assert {"chapter", "evaluate"} <= set(commands)
+    assert {"chapter", "evaluate", "embed"} <= set(commands)
+    assert "all" in commands["evaluate"]._subparsers._group_actions[0].choices  # sdr evaluate all
 
 
 # ------------------------------------------------------------------------------------------ results store

@@ -1,8 +1,8 @@
 """The ``sdr`` command line.
 
 Sub-commands are contributed by the modules that own them, so this file only dispatches:
-``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr chapter …`` (:mod:`sdr.book`),
-``sdr data …`` (:mod:`sdr.datasets`) and ``sdr cfs3 …`` (:mod:`sdr.cfs3`).
+``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr chapter …``
+(:mod:`sdr.book`), ``sdr data …`` (:mod:`sdr.datasets`) and ``sdr cfs3 …`` (:mod:`sdr.cfs3`).
 Each owner exposes ``register(subparsers)``, which adds its parser and sets ``func``.
 """
 
@@ -13,7 +13,7 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "sdr.evaluate.cli", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets", "sdr.dryrun",
+    "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets", "sdr.dryrun",
 )
 
 

@@ -10,7 +10,8 @@ module          holds
 ``sources``     the real-data root a chapter reads, the caption under its tables, the environment line
 ``results``     the results store (``save_results``/``load_results``), paper tables, paper-vs-ours tables,
                 SciDocs rows
-``leaderboard`` the leaderboard row convention, its benchmarks, and the Summary's leaderboard tables
+``leaderboard`` the leaderboard row convention, its benchmarks, the Summary's leaderboard tables, and the rows
+                of models scored by ``sdr evaluate all`` (``results/external/``)
 ``status``      the reproduction-status map of the intro page
 ``render``      cleaned executed pages (progress bars, the profile box), styled tables, heatmaps
 ``setup_cell``  the Colab setup cell and the book's repository (``_config.yml``)
@@ -27,9 +28,9 @@ import sys
 import types
 
 from sdr.book import paths
-from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, LEADERBOARD_DATA, base_model_label,
+from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, EXTERNAL, LEADERBOARD_DATA, base_model_label,
                                   csabstruct_metrics, csfcube_metrics, leaderboard_row, leaderboard_rows,
-                                  leaderboard_table, trained_here)
+                                  leaderboard_table, store_external_rows, trained_here)
 from sdr.book.paths import results_dir
 from sdr.book.profiles import chapter_names, chapter_parameters, load_profiles, notebook_parameters, parse_value
 from sdr.book.render import (PROFILE_BOX_CLASS, PROFILE_BOX_TAG, clean_outputs, column_decimals, finish_notebook,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from sdr.book import paths
-from sdr.book.results import SCIDOCS_COLUMNS
+from sdr.book.results import SCIDOCS_COLUMNS, save_results, stored_record
 
 
 CSFCUBE_FACETS = ("background", "method", "result", "all")
@@ -44,7 +44,7 @@ def trained_here(training: str) -> bool:
 
 
 def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *, data: str, base_model: str,
-                    training: str, paper_model: str | None = None) -> dict:
+                    training: str, paper_model: str | None = None, input_tokens: int | None = None) -> dict:
     """One row of the leaderboard convention; chapters store a list of them as ``extra["leaderboard"]``.
 
     Args:
@@ -61,6 +61,8 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
             systems trained elsewhere ("external: SPECTER release"). The Summary checks that every row the book
             trained on a benchmark shares one ``base_model``.
         paper_model: the ``model`` of this method in the benchmark's paper table, for the status map.
+        input_tokens: the tokens per text the encoder read (its ``max_length``), when the row records it
+            (``sdr evaluate all`` does); the row holds the key only when it is given.
 
     Example::
 
@@ -91,8 +93,14 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
     for name, text in (("method", method), ("base_model", base_model), ("training", training)):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"leaderboard row: {name} must be a non-empty string, got {text!r}")
-    return {"method": method, "benchmark": benchmark, "data": data, "base_model": base_model,
-            "training": training, "paper_model": paper_model, "metrics": values}
+    row = {"method": method, "benchmark": benchmark, "data": data, "base_model": base_model,
+           "training": training, "paper_model": paper_model, "metrics": values}
+    if input_tokens is not None:
+        if isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens < 1:
+            raise ValueError(f"leaderboard row {method!r} ({benchmark}): input_tokens must be a positive integer, "
+                             f"got {input_tokens!r}")
+        row["input_tokens"] = input_tokens
+    return row
 
 
 def base_model_label(model_name: str, model_layers: int = 0) -> str:
@@ -133,7 +141,7 @@ def leaderboard_rows(profile: str | None = "real", data: str | None = "real",
             try:
                 row = leaderboard_row(row["method"], row["benchmark"], row["metrics"], data=row["data"],
                                       base_model=row["base_model"], training=row["training"],
-                                      paper_model=row.get("paper_model"))
+                                      paper_model=row.get("paper_model"), input_tokens=row.get("input_tokens"))
             except (KeyError, TypeError, ValueError) as error:
                 raise ValueError(f"{record['path']}: extra.leaderboard[{index}] is not a leaderboard row "
                                  f"(see sdr.book.leaderboard_row): {error}") from None
@@ -154,3 +162,40 @@ def leaderboard_table(benchmark: str, profile: str = "real", results: Path | Non
         pd.DataFrame(columns=[*spec["metrics"], "base_model", "training", "chapter"])
     table = table.rename(columns={"base_model": "base model", "training": "training budget"})
     return table.sort_values(spec["headline"], ascending=False) if len(table) else table
+
+
+# ------------------------------------------------------------------------------------------ models scored outside
+EXTERNAL = "external"
+"""The results-store "chapter" of models scored by ``sdr evaluate all`` (``results/external/<profile>.json``);
+the Summary's leaderboards show its rows beside the chapters' own."""
+
+
+def store_external_rows(rows: list[dict], profile: str, sources: list[str], details: Mapping) -> Path:
+    """Add one model's :func:`leaderboard_row` rows to ``results/external/<profile>.json``.
+
+    A row replaces the stored row of the same method and benchmark; other models' rows stay. A method name
+    that a chapter already uses on that benchmark at ``profile`` is refused, so each leaderboard keeps one row
+    per method. ``details`` (the model, input length, data folders, every evaluator's output) is kept under
+    ``extra["runs"][method]``; ``sources`` join the record's sources.
+    """
+    if not rows:
+        raise ValueError("store_external_rows: no rows to store")
+    methods = {row["method"] for row in rows}
+    if len(methods) != 1:
+        raise ValueError(f"store_external_rows: the rows of one call name one method, got {sorted(methods)}")
+    method = methods.pop()
+    taken = leaderboard_rows(profile, data=None)
+    if len(taken):
+        clash = taken[(taken["chapter"] != EXTERNAL) & (taken["method"] == method)
+                      & taken["benchmark"].isin([row["benchmark"] for row in rows])]
+        if len(clash):
+            raise ValueError(f"method name {method!r} is already a row of chapter {clash['chapter'].iloc[0]!r} on "
+                             f"{clash['benchmark'].iloc[0]} at profile {profile!r}; choose another with --name")
+    stored = stored_record(EXTERNAL, profile) or {}
+    extra = dict(stored.get("extra") or {})
+    new = {(row["method"], row["benchmark"]) for row in rows}
+    kept = [row for row in extra.get("leaderboard") or [] if (row["method"], row["benchmark"]) not in new]
+    extra["leaderboard"] = kept + list(rows)
+    extra["runs"] = {**(extra.get("runs") or {}), method: dict(details)}
+    return save_results(EXTERNAL, profile, {}, list(dict.fromkeys([*(stored.get("sources") or []), *sources])),
+                        extra=extra)

@@ -17,6 +17,12 @@ def register(subparsers) -> None:
         module.add_arguments(sub)
         sub.add_argument("--json", action="store_true", help="print one JSON object (the contract)")
         sub.set_defaults(func=_run(module))
+    from sdr.evaluate import suite
+
+    every = benchmarks.add_parser("all", help=suite.__doc__.strip().splitlines()[0].split(": ", 1)[1])
+    suite.add_arguments(every)
+    every.add_argument("--json", action="store_true", help="print one JSON object")
+    every.set_defaults(func=_run(suite))
 
 
 def _run(module):
