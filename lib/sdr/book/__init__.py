@@ -29,8 +29,9 @@ import types
 
 from sdr.book import paths
 from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, EXTERNAL, LEADERBOARD_DATA, base_model_label,
-                                  csabstruct_metrics, csfcube_metrics, leaderboard_row, leaderboard_rows,
-                                  leaderboard_table, store_external_rows, trained_here)
+                                  csabstruct_metrics, csabstruct_per_query, csfcube_metrics, csfcube_per_query,
+                                  headline_display, headline_table, leaderboard_row, leaderboard_rows,
+                                  leaderboard_table, seed_summary, store_external_rows, trained_here)
 from sdr.book.paths import results_dir
 from sdr.book.profiles import chapter_names, chapter_parameters, load_profiles, notebook_parameters, parse_value
 from sdr.book.render import (PROFILE_BOX_CLASS, PROFILE_BOX_TAG, clean_outputs, column_decimals, finish_notebook,
