@@ -345,7 +345,7 @@ def test_headline_table_means_over_seeds_and_paired_intervals(tmp_path, monkeypa
     assert table.loc["trained", "seeds"] == 3 and table.loc["trained", "sd"] > 0
     trained = table.loc["trained"]
     assert trained["excludes_zero"] and 2.0 < trained["low"] < trained["difference"] < trained["high"] < 4.0
-    assert not table.loc["noise", "excludes_zero"] and table.loc["untrained", "difference"] is None
+    assert not table.loc["noise", "excludes_zero"] and pd.isna(table.loc["untrained", "difference"])
     shown = book.headline_display(book.headline_table("csfcube", "real"), "csfcube")
     assert list(shown.columns) == ["system", "map_all", "Δ vs untrained [95 % CI]", "training"]
     assert shown.set_index("system").loc["trained", "map_all"].endswith("(3 seeds)")
