@@ -193,7 +193,7 @@ def test_missing_fold_query_and_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="test-pid2pool-csfcube-other-background-ranked.json"):
         csfcube.evaluate(FIXTURE, rankings_dir=tmp_path / "r", name="other")
     (tmp_path / "r" / "test-pid2pool-csfcube-toy-background-ranked.json").write_text("{not json")
-    with pytest.raises(ValueError, match=r"toy-background-ranked.json: not valid JSON \(line 1"):
+    with pytest.raises(ValueError, match=r"toy-background-ranked.json:1: not valid JSON \("):
         csfcube.evaluate(FIXTURE, rankings_dir=tmp_path / "r", name="toy")
 
 
