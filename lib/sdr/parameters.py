@@ -183,14 +183,18 @@ def mismatch(spec: ParameterSpec, value) -> str | None:
         return None
     if not any(_fits(value, kind) for kind in spec.types):
         found = "a non-finite number" if isinstance(value, float) and not math.isfinite(value) else \
-            ("null" if value is None else f"a {type(value).__name__}")
+            ("null" if value is None else _a(type(value).__name__))
         return f"{_shown(value)} is {found}; expected {spec.describe()}"
     if isinstance(value, list) and spec.element_type is not None:
         bad = next((item for item in value if not _fits(item, spec.element_type)), _UNKNOWN)
         if bad is not _UNKNOWN:
-            return (f"{_shown(value)} holds {_shown(bad)} (a {type(bad).__name__}); expected a list of "
+            return (f"{_shown(value)} holds {_shown(bad)} ({_a(type(bad).__name__)}); expected a list of "
                     f"{spec.element_type.__name__}")
     return None
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
 
 
 def _shown(value) -> str:

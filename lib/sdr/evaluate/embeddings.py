@@ -70,7 +70,8 @@ def _vector(value, dtype, where: str) -> np.ndarray:
         raise InputError(f"{where}: 'embedding' value {position} is {json.dumps(value[position])[:40]}; expected "
                          f"numbers only (not booleans, strings, lists or null)")
     try:
-        vector = np.asarray(value, dtype=np.float64).astype(dtype)
+        with np.errstate(over="ignore"):  # an overflow becomes inf, reported below
+            vector = np.asarray(value, dtype=np.float64).astype(dtype)
     except OverflowError:
         vector = np.full(len(value), np.inf)
     if not np.all(np.isfinite(vector)):
