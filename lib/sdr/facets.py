@@ -40,6 +40,7 @@ import json
 import os
 import sys
 import zipfile
+import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -326,7 +327,7 @@ def _load_classifier(path: Path) -> SentenceClassifier:
             arrays = {name: bundle[name] for name in _ARRAYS}
     except InputError:
         raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:  # object arrays need pickle: refused
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:  # object arrays: refused
         raise InputError(f"{path}: unreadable ({str(error)[:120]}); expected {expected}") from None
     try:
         header = parse_json(arrays["header"].tobytes().decode("utf-8"))

@@ -74,12 +74,14 @@ _CHECKED_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pair
 def parse_json(text: str, finite: bool = True):
     """``json.loads`` without repeated keys and, when ``finite``, without NaN, infinities or overflowing numbers.
 
-    Raises ``json.JSONDecodeError`` for syntax errors and ``ValueError`` (with the reason) for the rest.
+    Raises ``json.JSONDecodeError`` for syntax errors and ``ValueError`` (with the reason) for the rest,
+    including nesting too deep for the parser.
     """
-    if not finite:
-        return _LENIENT_DECODER.decode(text)
-    decoder = _CHECKED_DECODER if _MAYBE_OVERFLOW.search(text) else _DECODER
-    return decoder.decode(text)
+    decoder = _LENIENT_DECODER if not finite else _CHECKED_DECODER if _MAYBE_OVERFLOW.search(text) else _DECODER
+    try:
+        return decoder.decode(text)
+    except RecursionError:
+        raise _StrictJSONError("arrays or objects nested too deeply") from None
 
 
 def is_number(value) -> bool:
@@ -201,17 +203,20 @@ def open_text(path: str | Path, what: str = "text"):
     return path.open(encoding="utf-8")
 
 
-def _line_of(text: str, token: str) -> int | None:
+def _line_of(text: str, token: str | None) -> int | None:
     """The line of the first occurrence of ``token`` (best effort, for errors in whole-file JSON)."""
-    position = text.find(token)
+    position = text.find(token) if token else -1
     return text.count("\n", 0, position) + 1 if position >= 0 else None
 
 
-def _strict_error_token(error: _StrictJSONError) -> str:
+def _strict_error_token(error: _StrictJSONError) -> str | None:
+    """The text that caused a strict-JSON error, to find its line: a repeated key, NaN, a huge number."""
     message = str(error)
-    if message.startswith("key "):
-        return json.dumps(message.split("'")[1]) if "'" in message else ""
-    return message.split(" ", 1)[0]
+    if message.startswith("key ") and "'" in message:
+        return json.dumps(message.split("'")[1])
+    if message.endswith(("is not a JSON number", "overflows a 64-bit float")):
+        return message.split(" ", 1)[0]
+    return None
 
 
 def load_json(path: str | Path, what: str = "a JSON document", finite: bool = False):

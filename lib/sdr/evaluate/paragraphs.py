@@ -72,7 +72,7 @@ def read_chunks(path: str | Path) -> list[Chunk]:
                              f"{type(text).__name__}, {type(section).__name__}")
         chunks.append(Chunk(key, record_id(record["paper_id"], "paper_id", where), text, section))
     if not chunks:
-        raise ValueError(f"{path}: no chunks in file")
+        raise InputError(f"{path}: no chunks in file; expected {{'id', 'paper_id'}} lines")
     return chunks
 
 

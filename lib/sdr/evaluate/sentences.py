@@ -161,7 +161,7 @@ def read_labels(path: str | Path) -> dict[str, str]:
             raise InputError(f"{where}: duplicate id {key!r}; expected each id once")
         labels[key] = record_id(record["label"], "label", where)
     if not labels:
-        raise ValueError(f"{path}: no labels in file")
+        raise InputError(f"{path}: no labels in file; expected {{'id', 'label'}} lines")
     return labels
 
 
