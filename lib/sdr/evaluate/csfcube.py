@@ -156,11 +156,12 @@ def write_ranked_pools(
     rankings_dir: str | Path, name: str, facet: str, ranked: Mapping[str, Sequence[tuple[str, float]]]
 ) -> Path:
     """Write ``{query_pid: [[cand_pid, score], ...]}`` in the official run format (readable by the
-    official script and by :func:`read_ranked_pools`)."""
+    official script and by :func:`read_ranked_pools`). A candidate without a finite score (no embedding:
+    ranked last with distance ``inf``) is written ``[cand_pid]``, since JSON has no infinity."""
     path = ranked_path(rankings_dir, name, facet)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {q: [[c, float(s)] for c, s in pairs] for q, pairs in ranked.items()}
-    path.write_text(json.dumps(payload), encoding="utf-8")
+    payload = {q: [[c, float(s)] if np.isfinite(s) else [c] for c, s in pairs] for q, pairs in ranked.items()}
+    path.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
     return path
 
 
