@@ -583,3 +583,28 @@ def test_jsonl_reader_refuses_repeated_keys_and_non_finite_numbers_when_asked(tm
         list(read_jsonl(path, finite=True))
     path = write(tmp_path / "bom.jsonl", '\ufeff{"a": 1}\n')
     assert list(read_jsonl(path)) == [(1, {"a": 1})]  # a byte-order mark is not an error
+
+
+def test_an_archive_fetched_again_is_merged_into_the_folder(tmp_path, monkeypatch):
+    import io
+    import tarfile
+
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    archive = tmp_path / "bundle.tar.gz"
+    with tarfile.open(archive, "w:gz") as bundle:
+        for name, payload in (("inner/train.jsonl", b'{"x": 2}\n'), ("top.txt", b"new\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            bundle.addfile(info, io.BytesIO(payload))
+    entry = datasets.Dataset("bundle", "bundle", "archive", "CC0", "test",
+                             (datasets.DataFile("bundle.tar.gz", archive.as_uri(), archive=True),),
+                             expected=("inner/train.jsonl",))
+    folder = tmp_path / "cache" / "bundle"
+    (folder / "inner").mkdir(parents=True)
+    write(folder / "inner" / "train.jsonl", '{"x": 1}\n')
+    write(folder / "inner" / "mine.txt", "a file of the user's\n")
+    assert datasets.fetch(entry, force=True, progress=False) == folder
+    assert tree(folder) == {"bundle.tar.gz": archive.read_bytes(), "inner/mine.txt": b"a file of the user's\n",
+                            "inner/train.jsonl": b'{"x": 2}\n', "top.txt": b"new\n"}
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["bundle"]  # no staging folder left

@@ -23,6 +23,7 @@ options = {"a": 1}
 required = None
 folder = Path("x")
 mode: Union[bool, str] = False
+quoted: "Union[bool, str]" = False  # a string annotation needs no import in the cell
 """
 
 
@@ -65,12 +66,14 @@ def test_specs_follow_the_defaults_and_annotations(specs):
     assert found["required"].types is None  # papermill's marker of a value the profile must give
     assert found["folder"].types is None  # an expression: its type is not known before it runs
     assert found["mode"].types == (bool, str)  # the cell's annotation wins over the default
+    assert found["quoted"].types == (bool, str)
 
 
 @pytest.mark.parametrize("key, value", [
     ("n", 7), ("learning_rate", 1e-3), ("learning_rate", 1), ("use_cache", True), ("name", "real"),
     ("seeds", [3]), ("seeds", []), ("rates", [1, 0.5]), ("names", ["x", 2]), ("options", {}),
     ("required", "anything"), ("required", [1]), ("folder", 3), ("mode", "replica"), ("mode", True),
+    ("quoted", "replica"),
 ])
 def test_values_that_fit(specs, key, value):
     notebook, found = specs

@@ -740,12 +740,20 @@ def _extract_staged(archive: Path, folder: Path) -> None:
     staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".unpacking"))
     try:
         _extract(archive, staging)
-        for entry in staging.iterdir():
-            destination = folder / entry.name
-            if destination.is_dir() and not destination.is_symlink():
-                shutil.rmtree(destination)
-            elif destination.exists() or destination.is_symlink():
-                destination.unlink()
-            os.replace(entry, destination)
+        _merge_into(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _merge_into(source: Path, destination: Path) -> None:
+    """Move every file of ``source`` to the same place under ``destination`` (files replaced one by one by
+    rename, folders merged, nothing else of ``destination`` removed) — as unpacking in place would."""
+    destination.mkdir(parents=True, exist_ok=True)
+    for entry in source.iterdir():
+        target = destination / entry.name
+        if entry.is_dir() and not entry.is_symlink() and target.is_dir() and not target.is_symlink():
+            _merge_into(entry, target)
+        else:
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(entry, target)

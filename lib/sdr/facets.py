@@ -698,8 +698,8 @@ def _cli_train(args) -> int:
 def _cli_split(args) -> int:
     from sdr.outputs import Outputs
 
-    Outputs(inputs={"ABSTRACTS": args.abstracts, "--model": args.model}, outputs={"--out": args.out},
-            force=args.force).check()
+    Outputs(inputs={"ABSTRACTS": args.abstracts, "--model": args.model or default_model_path()},
+            outputs={"--out": args.out}, force=args.force).check()
     classifier = SentenceClassifier.load(args.model) if args.model else load_or_train()
     report = split_file(args.abstracts, args.out, ClassifierSplitter(classifier, args.objective_to),
                         skip_bad=args.skip_bad)
