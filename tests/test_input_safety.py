@@ -608,3 +608,18 @@ def test_an_archive_fetched_again_is_merged_into_the_folder(tmp_path, monkeypatc
     assert tree(folder) == {"bundle.tar.gz": archive.read_bytes(), "inner/mine.txt": b"a file of the user's\n",
                             "inner/train.jsonl": b'{"x": 2}\n', "top.txt": b"new\n"}
     assert [p.name for p in (tmp_path / "cache").iterdir()] == ["bundle"]  # no staging folder left
+
+
+def test_a_file_rewritten_in_place_is_replaced_whole_or_not_at_all(tmp_path):
+    from sdr.outputs import rewritten
+
+    path = write(tmp_path / "chapter.ipynb", "old\n")
+    path.chmod(0o640)
+    with pytest.raises(RuntimeError), rewritten(path) as temporary:
+        temporary.write_text("half")
+        raise RuntimeError("interrupted")
+    assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["chapter.ipynb"]
+    with rewritten(path) as temporary:
+        temporary.write_text("new\n")
+    assert path.read_text() == "new\n" and path.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["chapter.ipynb"]

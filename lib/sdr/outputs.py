@@ -152,3 +152,22 @@ class Outputs:
 
     def written(self) -> list[Path]:
         return [path for path in self.outputs.values() if path.exists()]
+
+
+@contextmanager
+def rewritten(path: str | Path) -> Iterator[Path]:
+    """Rewrite a file in place atomically (``sdr book-setup-cells`` updating a notebook): the block writes the
+    new content to the yielded temporary path, which then replaces ``path``; an error leaves ``path`` as it
+    was. For a command's *outputs*, use :class:`Outputs`, which never lets an output be an input."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=f".partial{''.join(path.suffixes[-2:])}")
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o7777)  # keep the file's permissions
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
