@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as error:
-        # Bad input is reported in one line naming what was wrong; tracebacks are for bugs.
+    except (ValueError, OSError, KeyError) as error:
+        # Bad input (and an unusable path: permissions, a full disk) is reported naming what was wrong, with
+        # exit status 2; tracebacks are for bugs.
         print(f"sdr {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdr.jsonio import read_jsonl
+from sdr.jsonio import InputError, read_jsonl, record_id
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 
 # data/cf-sentence-dataset/convert.py of kaisugi/rhetorical_aspect_embeddings
@@ -144,18 +144,24 @@ def read_cfs3(path: str | Path) -> list[LabelledSentence]:
 
 
 def read_labels(path: str | Path) -> dict[str, str]:
-    """The CLI's labels file: JSONL ``{"id", "label"}`` → ``{id: label}`` (duplicate ids are an error)."""
+    """The CLI's labels file: JSONL ``{"id", "label"}`` → ``{id: label}``.
+
+    Strict: ids are non-empty strings (or integers), labels strings (or integers), each id once; anything
+    else (``null``, booleans, NaN, a repeated id) raises :class:`~sdr.jsonio.InputError` naming file and line.
+    """
     path = Path(path)
     labels: dict[str, str] = {}
-    for line_number, record in _jsonl(path):
+    for line_number, record in read_jsonl(path, "labels JSONL {'id': str, 'label': str}", allow_empty=True,
+                                          finite=True):
+        where = f"{path}:{line_number}"
         if "id" not in record or "label" not in record:
-            raise ValueError(f"{path}:{line_number}: expected keys 'id' and 'label'")
-        key = str(record["id"])
+            raise InputError(f"{where}: found keys {sorted(record)}; expected keys 'id' and 'label'")
+        key = record_id(record["id"], "id", where)
         if key in labels:
-            raise ValueError(f"{path}:{line_number}: duplicate id {key!r}")
-        labels[key] = str(record["label"])
+            raise InputError(f"{where}: duplicate id {key!r}; expected each id once")
+        labels[key] = record_id(record["label"], "label", where)
     if not labels:
-        raise ValueError(f"{path}: no labels in file")
+        raise InputError(f"{path}: no labels in file; expected {{'id', 'label'}} lines")
     return labels
 
 
