@@ -1384,7 +1384,7 @@ def chapter_status(chapter: str) -> list[dict]:
         rows.append({"dataset": name, "state": state, "folder": str(folder or ""), "missing": missing,
                      "unpinned": unpinned, "get it": fetch_command(dataset)})
     return rows
-=======
+
 # --------------------------------------------------------------------------- helpers of fetch and verify
 
 
