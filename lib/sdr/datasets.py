@@ -1248,6 +1248,15 @@ class ChapterData:
         forbid_replica(what)
         return build()
 
+    def plan(self, runs, device_name: str | None = None) -> list[dict]:
+        """At ``paper``, print the chapter's plan before it trains (:func:`sdr.plan.print_plan`: the inputs with
+        their sizes, each run's examples, steps and estimated GPU time); at other profiles print nothing."""
+        if not self.policy.real_only:
+            return []
+        from sdr.plan import print_plan
+
+        return print_plan(self, runs, device_name)
+
     # ---------------------------------------------------------------- what the page shows
     @property
     def sources(self) -> list[str]:
