@@ -22,12 +22,21 @@ API (stable; other chapters import it):
   as FLeW weights its facet subgraphs: an edge of weight ``w`` is written ``round(w * weight_scale)``
   times (an edge that rounds to 0 copies is left out and counted in ``report``). Held-out edges are
   chosen among distinct edges before repetition, so no copy of a test edge is trained on.
+* :func:`embed_edge_files` (also :func:`embed` given a path) — the same for a graph of any size (S2ORC's
+  52.5 M nodes / 463.7 M edges): edge files (:class:`EdgeFiles`: TSV, CitationGraph JSONL, S2AG
+  ``citations`` shards, S2ORC metadata; ``.gz``; folders) are streamed twice in chunks, node ids kept as
+  one sorted array (:class:`NodeIds`), edges spilled into PBG's partition buckets and deduplicated and
+  split bucket by bucket (:func:`write_buckets`), and PBG trains in partitioned mode with
+  ``num_partitions`` chosen from the node count and a memory budget (:func:`plan_partitions`;
+  ``GraphEmbeddingConfig.num_partitions`` / ``memory_budget_gb``). With ``work_dir`` the vectors are a
+  memory-mapped ``vectors.npy`` (``ids.txt`` beside it).
 * :func:`read_edges_tsv` — ``citing<TAB>cited[<TAB>weight]`` per line; errors name file and line.
-* :func:`nearest_neighbours` — FAISS flat (exhaustive) search, the metric matching the comparator
-  (:data:`COMPARATOR_METRIC`: ``dot`` → inner product, ``cos`` → cosine), self excluded.
-* ``sdr graph embed EDGES.tsv --dim D [--epochs E] [--comparator dot|cos] [--undirected] --out F.jsonl``
-  writes the book's embeddings JSONL (``{"paper_id", "embedding"}``), so ``sdr evaluate`` and FAISS
-  read it.
+* :func:`nearest_neighbours` — exact FAISS search in blocks of queries, the metric matching the comparator
+  (:data:`COMPARATOR_METRIC`: ``dot`` → inner product, ``cos`` → cosine), self excluded. SciNCL's bands
+  over a large corpus: :func:`sdr.samplers.knn_bands` (blocked, keeps only the bands; IVF, GPU).
+* ``sdr graph embed EDGES… --dim D [--epochs E] [--comparator dot|cos] [--undirected] [--partitions P]
+  [--memory-gb G] [--work-dir DIR] [--out F.jsonl]`` writes the book's embeddings JSONL
+  (``{"paper_id", "embedding"}``), so ``sdr evaluate`` and FAISS read it, and/or ``DIR/vectors.npy``.
 
 Link prediction is PBG's own ranking evaluator (``torchbiggraph.eval.RankingEvaluator``), the one
 behind SciNCL Table 5: each held-out edge's score is ranked against the corrupted edges built from
@@ -179,6 +188,7 @@ class EmbeddingReport:
     unresolved_edges: int = 0  # S2AG citation records without a citing or cited corpus id: no edge, counted
     num_partitions: int = 1  # PBG partitions (1: every embedding in memory)
     seconds: float = 0.0
+    phases: dict = field(default_factory=dict)  # seconds per phase (ids, buckets, train, link_prediction, vectors)
 
     def __str__(self) -> str:
         text = (f"{self.nodes} nodes, {self.distinct_edges} distinct edges -> {self.train_edges} training "
@@ -557,7 +567,7 @@ def plan_partitions(n_nodes: int, n_edges: int, dimension: int, memory_budget_by
     lhs and rhs) when partitioned, each ``N / P × (4·d + 4)`` (float32 vector + row-Adagrad state); they get
     half of the budget. Preprocessing deduplicates one bucket of ``≈ E / P²`` edges at 64 bytes an edge in a
     quarter of it; PBG's edge chunks get the last quarter at 48 bytes an edge. S2ORC (52.5 M nodes, 463.7 M
-    edges, 768-d) in 16 GiB: 34 partitions of 1.5 M nodes.
+    edges, 768-d) in 16 GiB: 38 partitions of 1.4 M nodes.
     """
     if n_nodes < 1:
         raise ValueError(f"plan_partitions: need at least one node, got {n_nodes}")
@@ -679,25 +689,36 @@ def _edge_list(lhs: np.ndarray, rhs: np.ndarray):
                     torch.zeros(len(lhs), dtype=torch.long))
 
 
-def _save_bucket(storage, lhs_partition: int, rhs_partition: int, lhs_rows: np.ndarray, rhs_rows: np.ndarray,
-                 num_partitions: int) -> None:
-    """Write one bucket of PBG's training edges; rows are global node positions, PBG wants offsets."""
-    storage.save_edges(lhs_partition, rhs_partition,
-                       _edge_list(lhs_rows // num_partitions, rhs_rows // num_partitions))
+def _save_bucket(directory: Path, lhs_partition: int, rhs_partition: int, lhs_rows: np.ndarray,
+                 rhs_rows: np.ndarray, num_partitions: int) -> None:
+    """Write one bucket of PBG's training edges (rows are global node positions; PBG wants offsets).
+
+    In PBG's edge-file format (``edges_{lhs}_{rhs}.h5``: int64 ``lhs``, ``rhs``, ``rel``, ``format_version``
+    1), but with contiguous datasets: PBG's own appender stores 50 MiB chunks, so every bucket file takes at
+    least 150 MB on disk — 216 GB of near-empty files for S2ORC's 38² buckets.
+    """
+    import h5py
+    from torchbiggraph.graph_storages import FORMAT_VERSION, FORMAT_VERSION_ATTR
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"edges_{lhs_partition}_{rhs_partition}.h5"
+    partial = directory / f"edges_{lhs_partition}_{rhs_partition}.tmp.h5"
+    with h5py.File(partial, "w") as handle:
+        handle.attrs[FORMAT_VERSION_ATTR] = FORMAT_VERSION
+        handle.create_dataset("lhs", data=np.asarray(lhs_rows, dtype=np.int64) // num_partitions)
+        handle.create_dataset("rhs", data=np.asarray(rhs_rows, dtype=np.int64) // num_partitions)
+        handle.create_dataset("rel", data=np.zeros(len(lhs_rows), dtype=np.int64))
+    partial.replace(path)
 
 
 def _save_edges(directory: Path, rows: np.ndarray, num_partitions: int = 1) -> None:
     """Training rows ``[n, 2]`` (global positions, already shuffled) into PBG's bucket files, every bucket
     written (empty ones too: PBG reads all ``P²``)."""
-    from torchbiggraph.graph_storages import EDGE_STORAGES
-
-    storage = EDGE_STORAGES.make_instance(str(directory))
-    storage.prepare()
     keys = _bucket_key(rows[:, 0], rows[:, 1], num_partitions)
     for lhs_partition in range(num_partitions):
         for rhs_partition in range(num_partitions):
             chosen = rows[keys == lhs_partition * num_partitions + rhs_partition]
-            _save_bucket(storage, lhs_partition, rhs_partition, chosen[:, 0], chosen[:, 1], num_partitions)
+            _save_bucket(directory, lhs_partition, rhs_partition, chosen[:, 0], chosen[:, 1], num_partitions)
 
 
 def _link_prediction(pbg_config, test_rows: np.ndarray, num_partitions: int = 1) -> dict[str, float]:
@@ -785,11 +806,12 @@ def _seeded_bucket_order(seed: int):
 
 
 def _train_pbg(root: Path, config: GraphEmbeddingConfig, n_nodes: int, plan: PartitionPlan, test_rows: np.ndarray,
-               vectors_path: Path | None) -> tuple[np.ndarray, dict[str, float]]:
+               vectors_path: Path | None, phases: dict | None = None) -> tuple[np.ndarray, dict[str, float]]:
     """Train PBG on the buckets already written under ``root/train``; vectors and link prediction."""
     from torchbiggraph.graph_storages import ENTITY_STORAGES
     from torchbiggraph.train import train as pbg_train
 
+    started = time.perf_counter()
     entity_storage = ENTITY_STORAGES.make_instance(str(root / "entities"))
     entity_storage.prepare()
     for partition, size in enumerate(_partition_sizes(n_nodes, plan.num_partitions)):
@@ -799,8 +821,15 @@ def _train_pbg(root: Path, config: GraphEmbeddingConfig, n_nodes: int, plan: Par
     torch.manual_seed(config.seed)  # PBG draws the initial embeddings in this process
     with _seeded_bucket_order(config.seed):
         pbg_train(pbg_config, subprocess_init=functools.partial(_seed_worker, config.seed))
+    phases = {} if phases is None else phases
+    phases["train"] = time.perf_counter() - started
+    started = time.perf_counter()
     link = _link_prediction(pbg_config, test_rows, plan.num_partitions) if len(test_rows) else {}
-    return _read_vectors(pbg_config, n_nodes, plan.num_partitions, vectors_path), link
+    phases["link_prediction"] = time.perf_counter() - started
+    started = time.perf_counter()
+    vectors = _read_vectors(pbg_config, n_nodes, plan.num_partitions, vectors_path)
+    phases["vectors"] = time.perf_counter() - started
+    return vectors, link
 
 
 def training_edges(
@@ -889,7 +918,7 @@ def embed(
     with _quiet_pbg(verbose), tempfile.TemporaryDirectory(prefix="sdr-pbg-") as temporary:
         root = Path(work_dir) if work_dir is not None else Path(temporary)
         _save_edges(root / "train", train_rows, plan.num_partitions)
-        vectors, link = _train_pbg(root, config, len(ids), plan, test_rows, vectors_path=None)
+        vectors, link = _train_pbg(root, config, len(ids), plan, test_rows, vectors_path=None, phases=report.phases)
     report.seconds = time.perf_counter() - started
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=test)
@@ -941,6 +970,7 @@ def write_buckets(
     """Stream edge files into PBG's partitioned training buckets under ``root/train`` (the part of
     :func:`embed_edge_files` before training; memory: the node ids and one bucket of edges)."""
     say = say or (lambda message: None)
+    started = time.perf_counter()
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     files = EdgeFiles(paths)
@@ -954,6 +984,8 @@ def write_buckets(
     report.nodes, report.unresolved_edges = n_nodes, files.unresolved
     plan = plan_partitions(n_nodes, n_lines, config.dimension, _budget(config), config.num_partitions)
     partitions = report.num_partitions = plan.num_partitions
+    report.phases["ids"] = time.perf_counter() - started
+    started = time.perf_counter()
     say(f"{files}: {n_lines:,} edge lines, {n_nodes:,} nodes ({'integer' if node_ids.numeric else 'string'} ids); "
         f"{plan}")
 
@@ -1026,21 +1058,18 @@ def write_buckets(
         test_rows = np.concatenate(test_parts) if test_parts else np.zeros((0, 2), dtype=np.int64)
         report.test_edges = len(test_rows)
 
-        from torchbiggraph.graph_storages import EDGE_STORAGES
-
-        storage = EDGE_STORAGES.make_instance(str(root / "train"))
-        storage.prepare()
         for key in range(partitions * partitions):  # every bucket, empty ones too: PBG reads all P²
             rows = _read_spill(spill, f"train_{key}", _SPILL)
             (spill / f"train_{key}").unlink(missing_ok=True)
             rows = rows[rng.permutation(len(rows))]
             report.train_edges += len(rows)
             lhs_partition, rhs_partition = divmod(key, partitions)
-            _save_bucket(storage, lhs_partition, rhs_partition, rows["lhs"], rows["rhs"], partitions)
+            _save_bucket(root / "train", lhs_partition, rhs_partition, rows["lhs"], rows["rhs"], partitions)
     finally:
         for leftover in spill.iterdir():
             leftover.unlink()
         spill.rmdir()
+    report.phases["buckets"] = time.perf_counter() - started
     say(f"{report.distinct_edges:,} distinct edges, {report.train_edges:,} training rows, "
         f"{report.test_edges:,} held out")
     return Buckets(directory=root / "train", node_ids=node_ids, test_rows=test_rows, plan=plan, report=report)
@@ -1090,7 +1119,8 @@ def embed_edge_files(
             vectors_path = root / "vectors.npy"
             (root / "ids.txt").write_text("".join(f"{pid}\n" for pid in node_ids.ids.astype(str)), encoding="utf-8")
         say("training PBG")
-        vectors, link = _train_pbg(root, config, len(node_ids), buckets.plan, buckets.test_rows, vectors_path)
+        vectors, link = _train_pbg(root, config, len(node_ids), buckets.plan, buckets.test_rows, vectors_path,
+                                   report.phases)
         say(f"trained; link prediction {link}")
     ids = node_ids.as_strings()
     report.seconds = time.perf_counter() - started

@@ -4,7 +4,11 @@
 * :func:`undirected_triplets` — SPECTER(Undirected), thesis (Bansal) Exp. 1, §5.1.
 * :func:`contrastive_examples` — SPECTERCL groups (1 positive / 5 negatives), thesis Exp. 2, §5.2.
 * :func:`knn_band_triplets` — SciNCL (Ostendorff et al.) §3.3–3.4: k-NN bands over citation embeddings
-  with filtered-random easy negatives; :func:`count_collisions` (SciNCL A.7.10 / A.8).
+  with filtered-random easy negatives; :func:`count_collisions` (SciNCL A.7.10 / A.8). At scale:
+  :func:`knn_bands` searches once, in blocks, for several band settings (main run + k⁻hard sweep) and keeps
+  only the bands (:class:`KnnBands`); :class:`NeighbourIndex` is the search (exact FAISS flat or IVF; FAISS
+  GPU or torch on CUDA when present); :func:`band_recall` measures an IVF index's bands against exact search
+  (:func:`exact_neighbours`) on a sample; :func:`band_check` is the per-triplet rank table, blocked.
 * :class:`PKBatchSampler` — P classes × K examples batches for metric-learning losses (SciToricsBERT).
 
 Every sampler returns ids only (``Triplet`` / ``ContrastiveExample``) plus a :class:`SamplingReport`
@@ -707,6 +711,12 @@ class NeighbourIndex:
                              + ("FAISS sees no GPU" if not _faiss_gpus() else
                                 f"k + 1 = {k + 1} > {FAISS_GPU_MAX_K}, FAISS's GPU limit"))
 
+    def build(self, k: int = 1, n_queries: int | None = None) -> "NeighbourIndex":
+        """Build the index now (otherwise the first search does): for searches of depth ``k`` by
+        ``n_queries`` queries (every paper by default), which decide ``"auto"`` and the device."""
+        self._prepare(k, self.n if n_queries is None else n_queries)
+        return self
+
     def _prepare_torch(self) -> None:
         if self._torch_database is None:
             device = "cuda" if _torch_cuda() else "cpu"
@@ -1165,50 +1175,61 @@ def band_check(triplets: Sequence[Triplet], embeddings: np.ndarray, ids: Sequenc
 
 
 def band_recall(embeddings: np.ndarray, settings: Sequence, approximate: NeighbourIndex, *, metric: str = "ip",
-                sample: int = 1000, seed: int = 0, block_size: int = 256, chunk_rows: int = 262_144) -> list[dict]:
+                sample: int = 1000, seed: int = 0, block_size: int = 256, chunk_rows: int = 262_144,
+                nprobes: Sequence[int | None] = (None,)) -> list[dict]:
     """How well an approximate index (IVF) reproduces SciNCL's bands, against exact search on a sample.
 
     ``sample`` query rows (seeded) are searched on ``approximate`` to the deepest ``max(k)`` of the settings
-    and exactly (:func:`exact_neighbours`, twice as deep, so that displaced neighbours still have an exact
-    rank). Per setting: ``positive_band_recall`` / ``hard_band_recall`` — the share of the exact band's rows
-    that the approximate search also puts in the band (strict: one missed nearer neighbour shifts the band);
-    ``top_k_recall`` — the share of the exact top ``max(k)`` found at all; and the exact ranks of the rows
-    the approximate search puts in the hard band (median and 95th percentile; ``> depth`` counts as
-    ``2·depth + 1``), since a hard negative drawn a few ranks deeper than k⁻hard is still a hard negative.
+    (once per value of ``nprobes``; None = the index's own) and exactly (:func:`exact_neighbours`, twice as
+    deep, so that displaced neighbours still have an exact rank). Per setting and nprobe:
+    ``positive_band_recall`` / ``hard_band_recall`` — the share of the exact band's rows that the approximate
+    search also puts in the band (strict: one missed nearer neighbour shifts the band); ``top_k_recall`` —
+    the share of the exact top ``max(k)`` found at all; the exact ranks of the rows the approximate search
+    puts in the hard band (median and 95th percentile; beyond the exact depth counts as ``2·depth + 1``),
+    since a hard negative drawn a few ranks deeper than k⁻hard is still a hard negative; and the seconds
+    each search took (``approximate_seconds``, ``exact_seconds``).
     """
+    import time
+
     vectors = embeddings
     n = int(vectors.shape[0])
     requested = [BandSetting.of(s) for s in settings]
     clipped = [s.clipped(n)[0] for s in requested]
     depth = max(s.depth for s in clipped)
     rows = np.sort(np.random.default_rng(seed).choice(n, size=min(sample, n), replace=False))
-    approx = np.concatenate([found for _, found in approximate.blocks(rows, depth, block_size)])
-    exact_depth = min(n - 1, 2 * depth)
-    exact = exact_neighbours(vectors, rows, exact_depth, metric, chunk_rows)
+    started = time.perf_counter()
+    exact = exact_neighbours(vectors, rows, min(n - 1, 2 * depth), metric, chunk_rows)
+    exact_seconds = time.perf_counter() - started
     beyond = 2 * depth + 1
     results = []
-    for requested_setting, s in zip(requested, clipped):
-        def band_overlap(lo: int, hi: int) -> float:
-            if hi <= lo:
-                return float("nan")
-            shared = [len(set(a[lo:hi].tolist()) & set(e[lo:hi].tolist()) - {-1}) for a, e in zip(approx, exact)]
-            return float(np.mean(shared) / (hi - lo))
+    for nprobe in nprobes:
+        started = time.perf_counter()
+        approx = np.concatenate([found for _, found in approximate.blocks(rows, depth, block_size, nprobe=nprobe)])
+        approximate_seconds = time.perf_counter() - started
+        for requested_setting, s in zip(requested, clipped):
+            def band_overlap(lo: int, hi: int) -> float:
+                if hi <= lo:
+                    return float("nan")
+                shared = [len(set(a[lo:hi].tolist()) & set(e[lo:hi].tolist()) - {-1}) for a, e in zip(approx, exact)]
+                return float(np.mean(shared) / (hi - lo))
 
-        top = [len(set(a[:s.depth].tolist()) & set(e[:s.depth].tolist()) - {-1}) / s.depth for a, e in zip(approx, exact)]
-        exact_ranks = []
-        for a, e in zip(approx, exact):
-            rank_of = {row: r for r, row in enumerate(e.tolist(), 1)}
-            exact_ranks += [rank_of.get(row, beyond) for row in a[s.k_hard - s.c_hard:s.k_hard].tolist() if row >= 0]
-        exact_ranks = np.array(exact_ranks or [beyond])
-        results.append({
-            "setting": requested_setting, "queries": len(rows), "depth": s.depth,
-            "positive_band_recall": band_overlap(s.k_pos - s.c_pos, s.k_pos),
-            "hard_band_recall": band_overlap(s.k_hard - s.c_hard, s.k_hard),
-            "top_k_recall": float(np.mean(top)),
-            "hard_exact_rank_median": float(np.median(exact_ranks)),
-            "hard_exact_rank_p95": float(np.percentile(exact_ranks, 95)),
-            "index": approximate.describe(),
-        })
+            top = [len(set(a[:s.depth].tolist()) & set(e[:s.depth].tolist()) - {-1}) / s.depth
+                   for a, e in zip(approx, exact)]
+            exact_ranks = []
+            for a, e in zip(approx, exact):
+                rank_of = {row: r for r, row in enumerate(e.tolist(), 1)}
+                exact_ranks += [rank_of.get(row, beyond) for row in a[s.k_hard - s.c_hard:s.k_hard].tolist() if row >= 0]
+            exact_ranks = np.array(exact_ranks or [beyond])
+            results.append({
+                "setting": requested_setting, "queries": len(rows), "depth": s.depth,
+                "positive_band_recall": band_overlap(s.k_pos - s.c_pos, s.k_pos),
+                "hard_band_recall": band_overlap(s.k_hard - s.c_hard, s.k_hard),
+                "top_k_recall": float(np.mean(top)),
+                "hard_exact_rank_median": float(np.median(exact_ranks)),
+                "hard_exact_rank_p95": float(np.percentile(exact_ranks, 95)),
+                "index": approximate.describe(), "nprobe": getattr(approximate, "_last_nprobe", None),
+                "approximate_seconds": approximate_seconds, "exact_seconds": exact_seconds,
+            })
     return results
 
 
