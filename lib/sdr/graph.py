@@ -537,7 +537,7 @@ class PartitionPlan:
         return (f"{self.num_partitions} partition{'s' if self.num_partitions > 1 else ''} "
                 f"(embeddings in memory {self.embedding_bytes / gib:.2f} GiB, one edge bucket "
                 f"{self.bucket_bytes / gib:.2f} GiB, PBG edge chunks <= {self.max_edges_per_chunk:,} edges; "
-                f"budget {self.budget_bytes / gib:.1f} GiB)")
+                f"budget {self.budget_bytes / gib:.2f} GiB)")
 
 
 #: Bytes a node costs in PBG's memory: the float32 vector and one float of row-wise Adagrad state.
