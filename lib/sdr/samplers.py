@@ -665,6 +665,8 @@ class NeighbourIndex:
     def _resolve_kind(self, n_queries: int) -> str:
         if self.kind != "auto":
             return self.kind
+        if self.device == "torch":
+            return "flat"
         exact_cost = float(n_queries) * self.n * self.dimension
         return "flat" if exact_cost <= EXACT_SEARCH_BUDGET or _gpu_available() else "ivf"
 
@@ -999,6 +1001,7 @@ def knn_bands(
     vectors = embeddings if getattr(embeddings, "dtype", None) == np.float32 else np.asarray(embeddings, np.float32)
     if getattr(vectors, "ndim", 0) != 2:
         raise ValueError(f"knn_band_triplets: embeddings must be a 2-D array [n, d], got shape {np.shape(vectors)}")
+    ids = [str(pid) for pid in ids]  # (a str is returned as itself: no copy of the text)
     if len(ids) != vectors.shape[0]:
         raise ValueError(f"knn_band_triplets: {len(ids)} ids for {vectors.shape[0]} embeddings")
     if metric not in METRICS:
@@ -1134,6 +1137,7 @@ def band_check(triplets: Sequence[Triplet], embeddings: np.ndarray, ids: Sequenc
     if not triplets:
         return pd.DataFrame(columns=columns)
     bands = BandSetting.of(bands)
+    ids = [str(pid) for pid in ids]
     n = len(ids)
     k_max = min(max(bands.k_pos, bands.k_hard), n - 1)
     position = _positions_of(ids, {pid for t in triplets for pid in (t.query, t.positive, t.negative)})
