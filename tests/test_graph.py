@@ -189,7 +189,7 @@ def test_edge_files_read_every_layout(tmp_path):
     import json
 
     tsv = tmp_path / "edges.tsv"
-    tsv.write_text("# citing, cited, weight\na\tb\n\nb\tc\t2.5\n")
+    tsv.write_text("# citing, cited, weight\na\tb\n\nb\tc\t3\n")
     citation_graph = CitationGraph()
     citation_graph.add("a", "b", ["method"])
     citations = citation_graph.to_jsonl(tmp_path / "graph.jsonl")
@@ -204,7 +204,7 @@ def test_edge_files_read_every_layout(tmp_path):
     s2orc.write_text(json.dumps({"paper_id": "7", "outbound_citations": ["8", "9"], "inbound_citations": ["5"]}) + "\n")
 
     edges, files = _edges_of_files([tsv, citations, shards, s2orc])
-    assert edges == [("a", "b", 1.0), ("b", "c", 2.5), ("a", "b", 1.0), ("10", "11", 1.0), ("12", "10", 1.0),
+    assert edges == [("a", "b", 1.0), ("b", "c", 3.0), ("a", "b", 1.0), ("10", "11", 1.0), ("12", "10", 1.0),
                      ("7", "8", 1.0), ("7", "9", 1.0)]
     assert files.edges == 7 and files.unresolved == 1  # the reference S2 did not resolve is counted, not an edge
 
@@ -215,7 +215,7 @@ def test_edge_files_read_every_layout(tmp_path):
     ('{"paper": 1}\n', r"x\.jsonl:1: expected a citation record"),
     ('{"citing": "a", "cited": "b", "weight": -1}\n', r"x\.jsonl:1: weight must be a finite number >= 0"),
     ('{"citingcorpusid": true, "citedcorpusid": 2}\n', r"x\.jsonl:1: 'citingcorpusid' must be a paper id"),
-    ("a\tb\nlonely\n", r"x\.jsonl:2: expected 'citing<TAB>cited'"),
+    ("a\tb\nlonely\n", r"x\.jsonl:2: found 'lonely'; expected 'citing<TAB>cited'"),
     ("\n# nothing\n", r"x\.jsonl: no edges"),
 ])
 def test_edge_file_errors_name_file_and_line(tmp_path, content, expected):
@@ -270,9 +270,9 @@ def _read_buckets(buckets):
 
 def test_buckets_hold_each_training_edge_as_often_as_its_weight(tmp_path):
     """The streamed, partitioned preprocessing gives PBG what training_edges gives it in memory: duplicate
-    lines merged, weights as repeats, weight-0 edges left out, held-out edges never trained, both directions
-    when undirected — each edge in the bucket of its nodes' partitions."""
-    edges = [("a", "b", 3), ("b", "c", 1), ("c", "a", 0), ("a", "c", 2.4), ("c", "d", 1), ("d", "a", 1),
+    lines merged, weights as repeats, held-out edges never trained, both directions when undirected — each edge
+    in the bucket of its nodes' partitions. (Edge files hold whole weights >= 1: a 0 or a fraction is an error.)"""
+    edges = [("a", "b", 3), ("b", "c", 1), ("a", "c", 2), ("c", "d", 1), ("d", "a", 1),
              ("a", "b", 1), ("e", "e", 1)]
     path = tmp_path / "edges.tsv"
     path.write_text("".join(f"{a}\t{b}\t{w}\n" for a, b, w in edges))
@@ -284,7 +284,7 @@ def test_buckets_hold_each_training_edge_as_often_as_its_weight(tmp_path):
     assert pairs == {("a", "b"): 4, ("b", "c"): 1, ("a", "c"): 2, ("c", "d"): 1, ("d", "a"): 1, ("e", "e"): 1}
     report = buckets.report
     assert (report.merged_duplicates, report.zero_weight_edges, report.self_loops, report.distinct_edges,
-            report.train_edges) == (1, 1, 1, 6, 10)
+            report.train_edges) == (1, 0, 1, 6, 10)
 
     undirected = graph.write_buckets(path, graph.GraphEmbeddingConfig(test_fraction=0.0, num_partitions=2,
                                                                       undirected=True), tmp_path / "undirected")

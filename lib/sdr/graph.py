@@ -1246,7 +1246,7 @@ def _cli_embed(args) -> int:
 
     if args.out is None and args.work_dir is None:
         raise ValueError("sdr graph embed: give --out F.jsonl, --work-dir DIR or both")
-    inputs = {f"EDGES[{i}]": path for i, path in enumerate(args.edges)}
+    inputs = {("EDGES" if len(args.edges) == 1 else f"EDGES[{i}]"): path for i, path in enumerate(args.edges)}
     outputs = Outputs(inputs=inputs, outputs={"--out": args.out}, force=args.force).check()
     config = GraphEmbeddingConfig(dimension=args.dim, epochs=args.epochs, comparator=args.comparator,
                                   undirected=args.undirected, learning_rate=args.lr, margin=args.margin,
