@@ -988,7 +988,7 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "s2orc_specter"),
     "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
-    "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample"),
+    "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "csfcube"),
     "flew": ("s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval_full", "csfcube"),
@@ -998,7 +998,13 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
 
 
 # Released checkpoints and baselines a chapter scores at ``paper`` (its base model comes from the notebook).
-CHAPTER_MODELS: dict[str, tuple[str, ...]] = {}
+CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
+    # Tables 3-4's baselines as the authors scored them (kaisugi/rhetorical_aspect_embeddings README) and the released
+    # SciToricsBERT; sdr.methods.scitoricsbert.BASELINES names their rows and poolings
+    "scitoricsbert": ("bert-base-uncased", "roberta-base", "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext",
+                      "sentence-transformers/stsb-roberta-base-v2", "princeton-nlp/sup-simcse-roberta-base",
+                      "kaisugi/scitoricsbert"),
+}
 
 _MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
@@ -1188,10 +1194,10 @@ class ChapterData:
             for relative in files:
                 if not (folder / relative).exists():
                     raise FileNotFoundError(f"{folder / relative}: not found; the {name} folder {folder} lacks it")
-            return self._remember(self._real_input(dataset, folder, real))
+            return self._remember(self._real_input(dataset, folder, real), role)
         folder = _folder_with(dataset, tuple(files) or dataset.expected_paths()) if mode == REAL_IF_FOUND else None
         if folder is not None:
-            return self._remember(self._real_input(dataset, folder, real))
+            return self._remember(self._real_input(dataset, folder, real), role)
         if replica is None and optional:
             self.absent.append(name)
             return None
@@ -1203,7 +1209,7 @@ class ChapterData:
         target.mkdir(parents=True, exist_ok=True)
         path = Path(replica(target))
         source = replica_source or f"{dataset.label or dataset.name} replica"
-        return self._remember(DataInput(name, "replica", path, f"{source} [replica]"))
+        return self._remember(DataInput(name, "replica", path, f"{source} [replica]"), role)
 
     def model(self, name: str) -> str:
         """The name or folder to load a model from. At ``paper`` the model was checked (or downloaded) before the
@@ -1238,8 +1244,12 @@ class ChapterData:
 
         return get_it
 
-    def _remember(self, item: DataInput) -> DataInput:
-        self.inputs.setdefault(item.name, item)
+    def _remember(self, item: DataInput, role: str = "evaluation") -> DataInput:
+        key = item.name
+        known = self.inputs.get(key)
+        if known is not None and (known.kind, known.path) != (item.kind, item.path):
+            key = f"{item.name} ({role})"  # one dataset read two ways (smoke: replica to train on, real to score)
+        self.inputs.setdefault(key, item)
         return item
 
     def replica(self, what: str, build):
@@ -1271,7 +1281,7 @@ class ChapterData:
         """The page's data table: every input, real or replica, and where it came from."""
         import pandas as pd
 
-        rows = [{"input": item.name, "kind": item.kind, "source": item.source} for item in self.inputs.values()]
+        rows = [{"input": key, "kind": item.kind, "source": item.source} for key, item in self.inputs.items()]
         rows += [{"input": name, "kind": "absent", "source": f"not found ({fetch_command(name)}); its rows stay empty"}
                  for name in self.absent]
         rows += [{"input": model.split(":", 1)[0], "kind": "model stand-in", "source": line}

@@ -148,6 +148,28 @@ def write_cf_sentences(folder: Path, fixture: FixtureCorpus) -> None:
     write(fixture.corpus, folder / "sentence-dataset", seed=fixture.seed)
 
 
+def write_cfs3_release(folder: Path, fixture: FixtureCorpus) -> None:
+    """The CFS3 release's four files in its layout (``{"text", "label": "02", "ngram"}`` lines, the 4:1 stratified
+    split, ``5gram_dict.json`` as ``{"lemmatised 5-gram": "02"}``), from the fixture corpus' planted sentences and
+    the n-grams of its phrases: enough labels and sentences for SciToricsBERT's paper path to train and validate."""
+    from sdr import cfs3
+    from sdr.synthetic import write_phrase_tsv
+    from sdr.synthetic.sentences import write_cfs3
+
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="cfs3-release-"))
+    records = cfs3.read_labelled(write_cfs3(fixture.corpus, scratch / "CFS3.jsonl"))
+    train, valid, _ = cfs3.stratified_split(records, valid_fraction=0.2, seed=fixture.seed)
+    for name, part in (("CFS3.jsonl", records), ("CFS3_train.jsonl", train), ("CFS3_valid.jsonl", valid)):
+        (folder / name).write_text("".join(json.dumps({"text": r.text, "label": f"{r.label:02d}", "ngram": r.ngram})
+                                           + "\n" for r in part), encoding="utf-8")
+    dictionary = cfs3.build_ngram_dictionary(cfs3.read_phrase_tsv(write_phrase_tsv(scratch / "phrases.tsv")), n=5,
+                                             progress=False)
+    (folder / "5gram_dict.json").write_text(json.dumps({" ".join(g): f"{label:02d}" for g, label in
+                                                        sorted(dictionary.labels.items())}), encoding="utf-8")
+    shutil.rmtree(scratch)
+
+
 def copy_fixture(relative: str, layout: tuple[tuple[str, str], ...] | None = None):
     """A writer that copies ``data/fixtures/<relative>`` (``layout``: (fixture file, dataset path) pairs)."""
 
@@ -260,7 +282,7 @@ WRITERS = {
     "csabstruct": write_csabstruct,
     "pubmed_rct": write_pubmed_rct,
     "cf_sentences": write_cf_sentences,
-    "cfs3": copy_fixture("cfs3/released"),
+    "cfs3": write_cfs3_release,
     "academic_phrasebank": copy_fixture("cfs3/phrasebank"),
     "scicite": copy_fixture("scicite", (("dev.jsonl", "dev.jsonl"), ("dev.jsonl", "test.jsonl"))),
     "s2orc_sample": copy_fixture("s2orc", (("metadata.jsonl", "metadata/sample.jsonl"),)),
