@@ -171,7 +171,7 @@ def _as_legacy(state: dict) -> dict:
               "numpy": (numpy["name"], np.asarray(numpy["keys"], dtype=np.uint32), numpy["position"],
                         numpy["has_gauss"], numpy["cached_gaussian"]),
               "torch": rng["torch"]}
-    old = {key: value for key, value in state.items() if key not in ("scaler", "device_plans")}
+    old = {key: value for key, value in state.items() if key not in ("scaler", "device_plans")}  # new keys
     return {**old, "rng": legacy}
 
 
@@ -198,6 +198,12 @@ def test_a_checkpoint_of_the_previous_format_still_resumes_exactly(fresh_tiny_en
     assert result.resumed_from_step == 4
     assert result.history["loss"].tolist() == reference_result.history["loss"].tolist()
     assert not _same_weights(resumed, reference)
+    # a finished run's record of the previous format: resuming it loads the model folder and its history
+    torch.save(_as_legacy(torch.load(path, weights_only=True)), path)
+    finished = train(fresh_tiny_encoder(), TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=tmp_path,
+                     resume=True)
+    assert finished.resumed_from_step == 6 and finished.device_plans == []  # the old record has none
+    assert finished.history["loss"].tolist() == reference_result.history["loss"].tolist()
 
 
 def test_random_states_round_trip_through_plain_values():
