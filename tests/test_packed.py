@@ -51,7 +51,11 @@ def test_packed_embeddings_and_gradients_match_the_padded_forward(pooling):
         if parameter.grad is None:  # the pooler is unused by both paths
             assert named[name].grad is None, name
             continue
-        torch.testing.assert_close(named[name].grad, parameter.grad, atol=1e-5, rtol=1e-4, msg=name)
+        # absolute tolerance relative to the tensor's scale: float32 sums over every token (the token-type
+        # embedding's gradient reaches ~600) differ with the summation order, which CPU matrix kernels
+        # choose by memory alignment, so by which tests ran before
+        atol = 1e-5 * max(parameter.grad.abs().max().item(), 1.0)
+        torch.testing.assert_close(named[name].grad, parameter.grad, atol=atol, rtol=1e-4, msg=name)
         compared += 1
     assert compared > 20
 
@@ -96,8 +100,17 @@ def test_training_packed_matches_the_padded_run_without_dropout():
     (padded_loss, padded_weights), (packed_loss, packed_weights) = runs
     assert len(padded_loss) == 9 and (padded_loss > 0).sum() >= 6, padded_loss
     np.testing.assert_allclose(packed_loss, padded_loss, rtol=1e-3, atol=1e-4)
-    for name, value in padded_weights.items():
-        torch.testing.assert_close(packed_weights[name], value, atol=2e-4, rtol=1e-3, msg=name)
+    # Adam divides each gradient by its own running magnitude, so an element whose gradient is ~0 moves a
+    # full step on rounding noise either way: each tensor is compared relative to how far training moved it
+    # (within 2 % of the update), leaving out the two whose exact gradient is zero (the attention key bias:
+    # softmax ignores a shift of all scores; the last LayerNorm bias: it shifts every mean-pooled embedding
+    # alike, which the triplet loss's distances ignore), as tests/test_train_processes.py does.
+    initial = Encoder.load("minilm", num_layers=1, max_length=32, device="cpu").model.state_dict()
+    zero_gradient = ("attention.self.key.bias", "layer.0.output.LayerNorm.bias")
+    far = [name for name, value in padded_weights.items() if not name.endswith(zero_gradient)
+           and (packed_weights[name] - value).norm() > 0.02 * (value - initial[name]).norm() + 1e-6]
+    assert not far, far
+    assert sum(not torch.equal(initial[name], value) for name, value in padded_weights.items()) > 10
 
 
 def test_compiled_packed_forward_matches_eager():
