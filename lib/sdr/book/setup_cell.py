@@ -97,17 +97,11 @@ def interactive_parameters(chapter: str) -> dict:
 
 
 def device_line() -> str:
-    """The device this chapter runs on and, on a GPU, the attention and precision path the trainer takes there."""
-    import torch
+    """The device this chapter runs on and the attention and precision path the trainer takes there
+    (:func:`sdr.encoders.device_plan`)."""
+    from sdr.encoders import device_plan
 
-    if not torch.cuda.is_available():
-        return "device: CPU (no GPU found)"
-    line = f"device: GPU ({torch.cuda.get_device_name(0)})"
-    try:
-        from sdr.train import device_plan
-    except ImportError:
-        return line
-    return f"{line}; {device_plan(torch.device('cuda')).description}"
+    return f"device: {device_plan('auto').describe()}"
 
 
 def _tagged(notebook, tag):
