@@ -4,12 +4,13 @@ validation data only (CSFCube dev folds, MDCR val), facet papers."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sdr import facets
-from sdr.corpus import CitationGraph, Paper
+from sdr.corpus import CitationGraph, Paper, read_s2_citations
 from sdr.methods import flew
 
 
@@ -180,3 +181,88 @@ def test_paper_mdcr_avg_row_is_the_mean_of_the_19_fields():
         printed = table[(table["field"] == "Avg") & (table["model"] == model)].iloc[0]
         for metric in ("map", "recall_5"):
             assert abs(rows[metric].astype(float).mean() - float(printed[metric])) <= 0.05 + 1e-9, (model, metric)
+
+
+# ------------------------------------------------------------------------ |C_x(e)| from Semantic Scholar pages
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "fixtures"
+A1, A2 = "a1000000000000000000000000000000000000a1", "a2000000000000000000000000000000000000a2"
+R1, R2 = "r1000000000000000000000000000000000000r1", "r2000000000000000000000000000000000000r2"
+
+
+def _write_recorded_pages(folder: Path, extra_citation_pages=()) -> Path:
+    """The recorded Graph API answers (data/fixtures/s2_api) as the fetcher writes them: one page a line with
+    its anchor's paperId; ``extra_citation_pages`` are appended to citations.jsonl."""
+    answers = json.loads((FIXTURES / "s2_api" / "recorded_responses.json").read_text())
+    lines = {"references": [], "citations": []}
+    for key, page in answers.items():
+        method, path = key.split(" ", 1)
+        if method != "GET" or "status" in page:
+            continue
+        _, _, anchor, kind = path.split("?")[0].split("/")
+        lines[kind].append(json.dumps({"paperId": anchor, **page}))
+    lines["citations"] += [json.dumps(page) for page in extra_citation_pages]
+    folder.mkdir(parents=True, exist_ok=True)
+    for kind, rows in lines.items():
+        (folder / f"{kind}.jsonl").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def test_context_counts_per_intent_come_from_contexts_with_intent(tmp_path):
+    """A1 cites R2 in two contexts, one background and one result: |C_bg| = |C_rs| = 1 (eq. 3), where the
+    link-level intents × contexts would give each intent both contexts."""
+    graph, _, report = read_s2_citations(_write_recorded_pages(tmp_path))
+    edge = graph.edge(A1, R2)
+    assert edge.intents == ("background", "result")
+    assert (edge.count("background"), edge.count("result")) == (1, 1)
+    assert graph.edge(A1, R1).count("method") == 2 and graph.edge(A2, R1).count("method") == 1
+    assert sorted(flew.facet_edges(graph, "result")) == [(A1, R2, 1.0)]
+    assert report["no contextsWithIntent: every intent given all the link's contexts"] == 0
+
+
+def test_context_counts_fall_back_to_link_intents_when_contexts_carry_none(tmp_path):
+    """Pages without contextsWithIntent (data/fixtures/s2_citations): every intent gets all the link's
+    contexts, and the reader counts the links read that way."""
+    graph, _, report = read_s2_citations(FIXTURES / "s2_citations")
+    assert graph.edge(A1, R2).count("background") == graph.edge(A1, R2).count("result") == 1  # one context
+    assert graph.edge(A2, R1).count("method") == 3
+    with_intents = sum(1 for c in graph if c.intents)
+    assert report["no contextsWithIntent: every intent given all the link's contexts"] == with_intents > 0
+    # a link that names an intent no context carries keeps one context of it, counted
+    page = {"paperId": "x", "data": [{"intents": ["result", "methodology"], "contexts": ["a", "b"],
+                                      "contextsWithIntent": [{"context": "a", "intents": ["methodology"]},
+                                                             {"context": "b", "intents": ["methodology"]}],
+                                      "citedPaper": {"paperId": "y"}}]}
+    (tmp_path / "references.jsonl").write_text(json.dumps(page) + "\n")
+    graph, _, report = read_s2_citations(tmp_path)
+    assert graph.edge("x", "y").count("method") == 2 and graph.edge("x", "y").count("result") == 1
+    assert report["link intent carried by no context (one context counted)"] == 1
+
+
+def test_an_edge_in_both_the_references_and_the_citations_is_read_once(tmp_path):
+    """R1's citations page repeats the link A1 → R1 of A1's references: one citation, not twice its contexts
+    (CitationGraph.add would sum them)."""
+    answers = json.loads((FIXTURES / "s2_api" / "recorded_responses.json").read_text())
+    link = dict(answers[f"GET /paper/{A1}/references?offset=0"]["data"][0])
+    assert link["citedPaper"]["paperId"] == R1
+    repeated = {**{k: v for k, v in link.items() if k != "citedPaper"}, "citingPaper": {"paperId": A1, "title": "t"}}
+    graph, _, report = read_s2_citations(_write_recorded_pages(tmp_path, [{"paperId": R1, "data": [repeated]}]))
+    assert graph.edge(A1, R1).count("method") == 2
+    assert report["edge read again (references and citations, or a repeated page): kept once"] == 1
+    single, _, _ = read_s2_citations(_write_recorded_pages(tmp_path / "once"))
+    assert {(c.citing, c.cited, c.context_counts) for c in graph} == {(c.citing, c.cited, c.context_counts) for c in single}
+    summed = CitationGraph()
+    for _ in range(2):
+        summed.add(A1, R1, ["method"], {"method": 2})
+    assert summed.edge(A1, R1).count("method") == 4  # what reading both files edge by edge used to give
+
+
+def test_bad_contexts_with_intent_entries_name_file_and_line(tmp_path):
+    page = {"paperId": "x", "data": [{"intents": [], "contextsWithIntent": ["not an object"],
+                                      "citedPaper": {"paperId": "y"}}]}
+    (tmp_path / "references.jsonl").write_text(json.dumps(page) + "\n")
+    with pytest.raises(ValueError, match=r"references.jsonl:1: anchor x: contextsWithIntent entries"):
+        read_s2_citations(tmp_path)
+    page["data"][0]["contextsWithIntent"] = [{"context": "c", "intents": ["motivation"]}]
+    (tmp_path / "references.jsonl").write_text(json.dumps(page) + "\n")
+    with pytest.raises(ValueError, match=r"references.jsonl:1: anchor x: unknown intents \['motivation'\]"):
+        read_s2_citations(tmp_path)
