@@ -355,9 +355,10 @@ def mdcr_papers(data_dir: str | Path, splits: Sequence[str] = ("val", "test")) -
     return papers
 
 
-def mdcr_fields(result: Mapping) -> dict[str, float]:
-    """MAP per MAG field and the average of one :func:`mdcr_scores` result (Table 2's rows)."""
-    return {**{field: values["map"] for field, values in result["fields"].items()}, "Avg": result["avg"]["map"]}
+def mdcr_fields(result: Mapping, metric: str = "map") -> dict[str, float]:
+    """``metric`` (``map`` or ``recall_5``) per MAG field and the average ("Avg") of one :func:`mdcr_scores`
+    result: one column of Table 2."""
+    return {**{field: values[metric] for field, values in result["fields"].items()}, "Avg": result["avg"][metric]}
 
 
 # ------------------------------------------------------------------------------------ SciRepEval
