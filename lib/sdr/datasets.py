@@ -1370,10 +1370,12 @@ def chapter_status(chapter: str) -> list[dict]:
         missing = [p for p in files if folder is None or not (folder / p).exists()]
         unpinned = [f.path for f in dataset.files if not f.sha256 and not f.archive
                     and f.path not in lock.get(name, {})]
-        if dataset.fetcher:
-            state = "present" if folder is not None else "missing"
+        if folder is None:
+            state = "missing"  # also for a dataset that lists no files (scirepeval_full): its folder is not there
+        elif dataset.fetcher:
+            state = "present"
         else:
-            state = "present" if not missing else ("incomplete" if folder is not None else "missing")
+            state = "present" if not missing else "incomplete"
         rows.append({"dataset": name, "state": state, "folder": str(folder or ""), "missing": missing,
                      "unpinned": unpinned, "get it": fetch_command(dataset)})
     return rows
