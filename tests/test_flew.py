@@ -540,3 +540,14 @@ def test_paper_dry_run_mirror_holds_flews_inputs_in_their_official_layouts(tmp_p
     assert (tmp_path / "s2ag_citations_flew" / "anchors.txt").read_text().split() == [paper_of[q] for q in queries]
     graph, _, _ = read_s2_citations(tmp_path / "s2ag_citations_flew")
     assert all(paper_of[q] in graph.nodes for q in queries)
+
+
+def test_data_status_for_flew_says_missing_for_absent_folders(tmp_path, monkeypatch):
+    from sdr import datasets
+
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    rows = {row["dataset"]: row for row in datasets.chapter_status("flew")}
+    assert set(rows) == set(datasets.CHAPTER_DATA["flew"])
+    assert all(row["state"] == "missing" for row in rows.values()), {k: r["state"] for k, r in rows.items()}
+    assert rows["flew_triplets"]["get it"] == "sdr data fetch flew_triplets (170 MB)"
