@@ -357,8 +357,11 @@ MDCR = Dataset(
     files=(
         DataFile("mdcr_val.json", "https://takelab.fer.hr/data/mdcr/mdcr_val.json"),
         DataFile("mdcr_test.json", "https://takelab.fer.hr/data/mdcr/mdcr_test.json"),
-        DataFile("mdcr_val_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_val_data.jsonl", required=False),
-        DataFile("mdcr_test_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_test_data.jsonl", required=False),
+        # the papers' titles and abstracts (~250 MB each): what an encoder embeds, so a paper run reads them
+        DataFile("mdcr_val_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_val_data.jsonl", required=False,
+                 paper=True),
+        DataFile("mdcr_test_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_test_data.jsonl", required=False,
+                 paper=True),
     ),
 )
 
@@ -444,11 +447,31 @@ S2_CITATIONS_THESIS = Dataset(
     fetcher="semantic_scholar",
 )
 
+# FLeW's released training data (the paper's footnote 1: huggingface.co/collections/Miracle-dz/flew-…): per facet
+# the sampled triplets as S2 corpus ids (query_paper_id,positive_id,negative_id; 10 per query), and the triplet
+# papers' metadata (full and split abstracts, 1.6-4.5 GB a file; not fetched: the chapter reads texts from S2).
+_FLEW_DATA = "https://huggingface.co/datasets/Miracle-dz/FLeW-data/resolve/main"
+FLEW_TRIPLETS = Dataset(
+    name="flew_triplets",
+    folder="flew_triplets",
+    description="FLeW's released training triplets per facet (S2 corpus ids; query_paper_id, positive_id, "
+                "negative_id): the paper's one query list and its 10 triplets per query and facet",
+    licence="Apache-2.0 (Miracle-dz/FLeW-data)",
+    source="https://huggingface.co/datasets/Miracle-dz/FLeW-data (commit 3a30d80; FLeW footnote 1)",
+    files=tuple(DataFile(f"{facet}_training_triplet.csv", f"{_FLEW_DATA}/{facet}_training_triplet.csv")
+                for facet in ("background", "method", "result")),
+    manual="the triplet papers' metadata (<facet>_{full,split}_triplets_metadata.jsonl, 1.6-4.5 GB each) is in "
+           "the same repository and is not needed here",
+    label="FLeW's released triplets (Miracle-dz/FLeW-data)",
+    size="170 MB",
+)
+
 S2AG_CITATIONS_FLEW = Dataset(
     name="s2ag_citations_flew",
     folder="s2ag_citations_flew",
-    description="Semantic Scholar citations with per-context intents around FLeW's query papers, and the papers' "
-                "titles and abstracts (FLeW §4.1 used the S2AG release of 2024-04-02)",
+    description="Semantic Scholar citations with per-context intents around FLeW's released query papers "
+                "(flew_triplets), and the papers' titles and abstracts (FLeW §4.1 used the S2AG release of "
+                "2024-04-02)",
     licence="Semantic Scholar API licence agreement (ODC-BY data)",
     source="Semantic Scholar Graph API /paper/{id}/references and /citations (contextsWithIntent), or the S2AG "
            "bulk datasets citations / papers / abstracts filtered to the queries",
@@ -499,7 +522,8 @@ DATASETS: dict[str, Dataset] = {
     for d in (
         _csfcube(), CSABSTRUCT, PUBMED_RCT, CFS3, CF_SENTENCES, SCIDOCS, MDCR, SCIREPEVAL, SCIREPEVAL_FULL,
         SCICITE, SCICITE_FULL, ACL_ARC, S2ORC_SAMPLE, SPECTER_SAMPLE, SPECTER_TRAINING, ACADEMIC_PHRASEBANK,
-        SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, S2AG_CITATIONS_FLEW, S2ORC_SPECTER,
+        SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, FLEW_TRIPLETS, S2AG_CITATIONS_FLEW,
+        S2ORC_SPECTER,
     )
 }
 
@@ -991,7 +1015,8 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "csfcube"),
-    "flew": ("s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval_full", "csfcube"),
+    # flew_triplets first: the S2 fetch of FLeW's graph takes its anchors (the query list) from it
+    "flew": ("flew_triplets", "s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube"),
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
     "summary": (),
 }
@@ -1004,6 +1029,10 @@ CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
     "scitoricsbert": ("bert-base-uncased", "roberta-base", "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext",
                       "sentence-transformers/stsb-roberta-base-v2", "princeton-nlp/sup-simcse-roberta-base",
                       "kaisugi/scitoricsbert"),
+    # FLeW's Table 1-2 baselines and its released encoders (footnote 1; FLeW-split: trained on split abstracts,
+    # the paper's FLeW; FLeW-full: on full abstracts, Table 3's "w/o Textual")
+    "flew": ("allenai/specter", "malteos/scincl", "allenai/specter2_base", "Miracle-dz/FLeW-split",
+             "Miracle-dz/FLeW-full"),
 }
 
 _MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -1396,10 +1425,12 @@ def chapter_status(chapter: str) -> list[dict]:
         missing = [p for p in files if folder is None or not (folder / p).exists()]
         unpinned = [f.path for f in dataset.files if not f.sha256 and not f.archive
                     and f.path not in lock.get(name, {})]
-        if dataset.fetcher:
-            state = "present" if folder is not None else "missing"
+        if folder is None:
+            state = "missing"  # also for a dataset that lists no files (scirepeval_full): its folder is not there
+        elif dataset.fetcher:
+            state = "present"
         else:
-            state = "present" if not missing else ("incomplete" if folder is not None else "missing")
+            state = "present" if not missing else "incomplete"
         rows.append({"dataset": name, "state": state, "folder": str(folder or ""), "missing": missing,
                      "unpinned": unpinned, "get it": fetch_command(dataset)})
     return rows

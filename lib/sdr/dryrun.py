@@ -25,12 +25,12 @@ import sys
 import tempfile
 import time
 import traceback
-import urllib.parse
 from pathlib import Path
 
 import numpy as np
 
 from sdr import datasets
+from sdr.synthetic.s2_api import SyntheticGraphApi  # the Graph API of a synthetic corpus (also imported from here)
 
 FIXTURE_SEED = 7
 FIXTURE_PAPERS = 240
@@ -185,49 +185,6 @@ def copy_fixture(relative: str, layout: tuple[tuple[str, str], ...] | None = Non
     return write
 
 
-class SyntheticGraphApi:
-    """A transport that answers Graph API requests (:mod:`sdr.fetchers.semantic_scholar`) from a synthetic
-    corpus: its edges as reference and citation links with intents and contexts, its papers by /paper/batch."""
-
-    S2_INTENT = {"background": "background", "method": "methodology", "result": "result"}
-
-    def __init__(self, corpus):
-        self.corpus = corpus
-
-    def _link(self, citation, other: str, role: str) -> dict:
-        paper = self.corpus.papers.get(other)
-        contexts, with_intent = [], []
-        for intent in citation.intents:
-            for k in range(max(1, citation.count(intent))):
-                text = f"[{other}] is cited for its {intent} ({k + 1})."
-                contexts.append(text)
-                with_intent.append({"context": text, "intents": [self.S2_INTENT[intent]]})
-        return {"contexts": contexts, "intents": [self.S2_INTENT[i] for i in citation.intents],
-                "contextsWithIntent": with_intent, "isInfluential": False,
-                role: {"paperId": other, "title": paper.title if paper else None,
-                       "abstract": paper.abstract if paper else None}}
-
-    def __call__(self, method, url, headers, body, timeout):
-        from sdr.fetchers.http import Response
-
-        parsed = urllib.parse.urlparse(url)
-        parts = parsed.path.split("/")
-        graph = self.corpus.graph
-        if method == "POST" and parts[-1] == "batch":
-            ids = json.loads(body)["ids"]
-            records = [{"paperId": i, "title": self.corpus.papers[i].title, "abstract": self.corpus.papers[i].abstract,
-                        "year": self.corpus.papers[i].year} if i in self.corpus.papers else None for i in ids]
-            return Response(200, json.dumps(records).encode())
-        paper_id, kind = parts[-2], parts[-1]
-        if paper_id not in self.corpus.papers:
-            return Response(404, b'{"error": "Paper not found"}')
-        if kind == "references":
-            data = [self._link(graph.edge(paper_id, c), c, "citedPaper") for c in sorted(graph.references(paper_id))]
-        else:
-            data = [self._link(graph.edge(c, paper_id), c, "citingPaper") for c in sorted(graph.citations(paper_id))]
-        return Response(200, json.dumps({"offset": 0, "data": data}).encode())
-
-
 def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
     """The Semantic Scholar citation pages, written by the real fetcher from the synthetic Graph API."""
     from sdr.fetchers.http import Client
@@ -236,6 +193,34 @@ def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
     anchors = list(dict.fromkeys(q for q, _, _ in fixture.triplets()))
     client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train), sleep=lambda s: None)
     CitationFetcher(folder, client, progress=False).fetch(anchors)
+
+
+def write_flew_triplets(folder: Path, fixture: FixtureCorpus) -> None:
+    """FLeW's released triplets (corpus ids) for the training part's papers with an edge in every facet."""
+    from sdr.synthetic.s2_api import write_flew_triplets as write
+
+    write(fixture.train, folder, ids=fixture.corpus_ids, seed=fixture.seed)
+
+
+def write_s2ag_citations_flew(folder: Path, fixture: FixtureCorpus) -> None:
+    """FLeW's citation graph as its fetch builds it: anchors are the released query list (corpus ids), resolved
+    through /paper/batch, then every link page, by the real fetcher from the synthetic Graph API."""
+    from sdr.fetchers.http import Client
+    from sdr.fetchers.semantic_scholar import fetch_dataset
+    from sdr.synthetic.s2_api import shared_queries
+
+    anchors = [f"CorpusId:{fixture.corpus_ids[q]}" for q in shared_queries(fixture.train.graph)]
+    client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train, fixture.corpus_ids),
+                    sleep=lambda s: None)
+    fetch_dataset(datasets.get("s2ag_citations_flew"), folder, progress=False, client=client, anchors=anchors)
+
+
+def write_scirepeval_registry(folder: Path, fixture: FixtureCorpus) -> None:
+    """The task registry of the SciRepEval fixture (the one ``write_scirepeval_full`` writes with its data)."""
+    with tempfile.TemporaryDirectory() as temporary:
+        write_scirepeval_full(Path(temporary), fixture)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(temporary) / "scirepeval_tasks.jsonl", folder / "scirepeval_tasks.jsonl")
 
 
 def _s2orc_record(fixture: FixtureCorpus, pid: str) -> dict:
@@ -287,7 +272,9 @@ WRITERS = {
     "scicite": copy_fixture("scicite", (("dev.jsonl", "dev.jsonl"), ("dev.jsonl", "test.jsonl"))),
     "s2orc_sample": copy_fixture("s2orc", (("metadata.jsonl", "metadata/sample.jsonl"),)),
     "s2_citations_thesis": write_s2_citations,
-    "s2ag_citations_flew": write_s2_citations,
+    "flew_triplets": write_flew_triplets,
+    "s2ag_citations_flew": write_s2ag_citations_flew,
+    "scirepeval": write_scirepeval_registry,
     "s2orc_specter": write_s2orc_specter,
 }
 """How the mirror gets each dataset a ``paper`` chapter reads (``REAL_FROM_MIRROR`` ones are linked when
