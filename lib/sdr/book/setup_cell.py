@@ -114,9 +114,12 @@ def add_setup_cell(notebook_path: Path) -> bool:
     notebook that Colab opens keeps them). Returns whether the file changed."""
     import nbformat
 
+    from sdr.jsonio import read_notebook
+    from sdr.outputs import rewritten
+
     notebook_path = Path(notebook_path)
     chapter = notebook_path.stem
-    notebook = nbformat.read(notebook_path, as_version=4)
+    notebook = read_notebook(notebook_path)
     changed = False
     for tag, source, place in ((SETUP_TAG, setup_cell_source(chapter), "first-code"),
                                (PROFILE_TAG, profile_cell_source(chapter), "after-parameters")):
@@ -138,7 +141,8 @@ def add_setup_cell(notebook_path: Path) -> bool:
         notebook.cells.insert(index, cell)
         changed = True
     if changed:
-        nbformat.write(notebook, notebook_path)
+        with rewritten(notebook_path) as temporary:  # an interrupted rewrite leaves the notebook as it was
+            nbformat.write(notebook, temporary)
     return changed
 
 
