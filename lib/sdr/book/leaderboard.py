@@ -131,6 +131,14 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
     return row
 
 
+def untrained_reference(model_name: str, model_layers: int = 0, pooling: str = "cls", benchmark: str = "csfcube") -> str:
+    """The method name of the untrained encoder's CSFCube/CSAbstruct row that the Benchmarks chapter stores (with
+    per-query scores): a trained row names it as its ``reference``, so every trained row of a leaderboard is compared
+    with the one untrained encoder it started from, scored the same way."""
+    suffix = "abstract query" if benchmark == "csfcube" else "untrained"
+    return f"{base_model_label(model_name, model_layers)} · {pooling} · {suffix}"
+
+
 def csfcube_per_query(result: Mapping, data_dir, facet: str = "all") -> tuple[dict, list[list[str]]]:
     """Per-query MAP × 100 of the test folds and the two folds as groups, from ``csfcube.evaluate(...,
     return_per_query=True)``: their grouped mean is :func:`csfcube_metrics`' ``map_all``."""
