@@ -151,11 +151,10 @@ def csfcube_per_query(result: Mapping, data_dir, facet: str = "all") -> tuple[di
     return {k: 100.0 * result["per_query"][k]["map"] for g in groups for k in g}, groups
 
 
-def csabstruct_per_query(embeddings, labels) -> dict:
-    """Per-sentence AP@R (fractions): their mean is :func:`csabstruct_metrics`' ``map@r``."""
-    from sdr.evaluate.sentences import per_query_map_at_r
-
-    return {str(k): v for k, v in per_query_map_at_r(embeddings, labels).items()}
+def csabstruct_per_query(result: Mapping) -> dict:
+    """Per-sentence AP@R (fractions) from ``sdr.evaluate.sentences.evaluate``'s result: the same neighbours its
+    MAP@R averages, so their mean is :func:`csabstruct_metrics`' ``map@r``."""
+    return {str(k): float(v) for k, v in result["per_query"].items()}
 
 
 def base_model_label(model_name: str, model_layers: int = 0) -> str:
