@@ -313,12 +313,14 @@ SCIREPEVAL = _simple(
 SCIREPEVAL_FULL = Dataset(
     name="scirepeval_full",
     folder="scirepeval_full",
-    description="SciRepEval evaluation sets (HF exports as JSONL, one folder per task config)",
+    description="SciRepEval evaluation sets: every Hugging Face dataset config its task registry reads, exported as "
+                "JSONL (<repo>/<config>/<split>.jsonl)",
     licence="ODC-BY",
-    source="https://huggingface.co/datasets/allenai/scirepeval_test and allenai/scirepeval",
-    manual="export the Hugging Face datasets allenai/scirepeval_test and allenai/scirepeval (per task "
-           "config) to JSONL under $SDR_DATA_CACHE/scirepeval_full/<config>/, or "
-           "`aws s3 sync --no-sign-request s3://ai2-s2-research-public/scirepeval/test .`",
+    source="https://huggingface.co/datasets/allenai/scirepeval_test and allenai/scirepeval (the Hub's parquet export)",
+    manual="`sdr data fetch scirepeval_full` (the Hugging Face Hub's parquet exports of the configs the registry names)",
+    expected=("scirepeval_tasks.jsonl",),
+    fetcher="huggingface",
+    size="~ 4 GB",
 )
 
 _SCIDOCS_BASE = "https://ai2-s2-research-public.s3-us-west-2.amazonaws.com/specter/scidocs"
@@ -1509,3 +1511,17 @@ def _merge_into(source: Path, destination: Path) -> None:
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
             os.replace(entry, target)
+
+
+def paper_data_markdown() -> str:
+    """The README's table of what each chapter reads at ``paper`` (:data:`CHAPTER_DATA`, :data:`CHAPTER_MODELS`)
+    and how each dataset is fetched; ``tests/test_readme.py`` keeps the README's copy equal to it."""
+    lines = ["| chapter | data sets it reads at `paper` | released models it scores |", "|---|---|---|"]
+    for chapter, names in CHAPTER_DATA.items():
+        if not names:
+            continue
+        data = ", ".join(f"`{n}`" + (" (API)" if get(n).fetcher else " (manual)" if not get(n).files else "")
+                         for n in names)
+        models = ", ".join(f"`{m}`" for m in CHAPTER_MODELS.get(chapter, ())) or "—"
+        lines.append(f"| {chapter} | {data} | {models} |")
+    return "\n".join(lines)
