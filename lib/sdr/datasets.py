@@ -961,7 +961,10 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
 
 
 # Released checkpoints and baselines a chapter scores at ``paper`` (its base model comes from the notebook).
-CHAPTER_MODELS: dict[str, tuple[str, ...]] = {}
+CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
+    "specter": ("allenai/specter",),  # SciNCL Table 1's SPECTER row, scored on SciDocs and CSFCube
+    "scincl": ("malteos/scincl",),  # SciNCL Table 1's SciNCL row
+}
 
 _MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 

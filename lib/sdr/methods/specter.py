@@ -55,7 +55,7 @@ SCHEDULE_NOTE = (
     "SPECTER's released AllenNLP config trains with the slanted-triangular schedule (cut_frac 0.1, ratio 32): the "
     "learning rate rises over the first 10 % of the optimizer steps, then falls linearly to 1/32 of its peak. "
     "sdr.train's slanted_triangular is that schedule except for the rise, which starts from lr / warm-up steps "
-    "instead of lr / 32 (a difference of at most lr / 32 during the first 10 % of the steps). The config's optimizer "
+    "instead of lr / 32 (at most lr / 32 apart when the rise lasts 16 steps or more). The config's optimizer "
     "entry reads lr 3e-5 while SciNCL (§4.3) reports SPECTER's setup as 2e-5; this book uses 2e-5, as SciNCL did."
 )
 #: SciNCL §3.4: "5 triplets per query paper", 2 hard and 3 easy negatives.
