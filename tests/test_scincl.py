@@ -3,6 +3,8 @@ points on an arc of the unit circle, where the cosine order is the order along t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,22 @@ def test_scaled_bands():
         scincl.scaled_bands(12)
 
 
+def test_clip_bands_leaves_room_for_the_easy_negatives():
+    """A graph smaller than the paper's k-hard (the paper dry run's fixture): the bands are clipped so that three
+    filtered-random easy negatives remain outside the top max(k), and every query still yields 5 triplets."""
+    clipped = scincl.clip_bands(scincl.PAPER_BANDS, 120)
+    assert clipped == scincl.Bands(k_pos=25, c_pos=5, k_hard=116, c_hard=2, c_easy=3)
+    assert scincl.clip_bands(scincl.PAPER_BANDS, 4004) is scincl.PAPER_BANDS
+    assert scincl.clip_bands(replace(scincl.PAPER_BANDS, filtered_random=False), 120).k_hard == 119
+    embedding = arc_embedding(n=120)
+    triplets, report = scincl.sample_triplets(embedding, clipped, seed=0)
+    assert len(triplets) == 5 * 120 and not report.warnings
+    ranks = scincl.band_ranks(triplets, embedding, clipped)
+    assert ranks["positive_in_band"].all() and ranks["negative_in_band"].all()
+    with pytest.raises(ValueError, match="no room"):
+        scincl.clip_bands(scincl.PAPER_BANDS, 4)
+
+
 def test_collisions_vanish_with_a_wide_margin():
     """SciNCL A.8 / Fig. 5: a small sampling-induced margin collides, a wide one does not."""
     embedding = arc_embedding(n=150)
@@ -73,6 +91,74 @@ def test_collisions_vanish_with_a_wide_margin():
     collisions = dict(zip(sweep["k_hard"], sweep["collisions"]))
     assert collisions[12] > 0 and collisions[40] == 0 and collisions[80] == 0
     assert collisions[12] >= collisions[14]
+
+
+# ------------------------------------------------------------------ queries, triplet counts, shares of the data
+def star_graph():
+    """Queries q0..q29 each cite 3 of the papers c0..c59 (and q0 cites q1); the c's cite nothing."""
+    from sdr.corpus import CitationGraph
+
+    graph = CitationGraph()
+    rng = np.random.default_rng(0)
+    for q in range(30):
+        for c in rng.choice(60, size=3, replace=False):
+            graph.add(f"q{q:02d}", f"c{c:02d}")
+    graph.add("q00", "q01")
+    return graph
+
+
+def test_queries_are_the_papers_with_out_edges():
+    graph = star_graph()
+    queries = scincl.query_papers(graph)
+    assert queries == [f"q{q:02d}" for q in range(30)]  # q01 is cited by q00 and still a query; no c is one
+    from sdr.corpus import CitationGraph
+
+    with pytest.raises(ValueError, match="no paper of the graph cites another"):
+        scincl.query_papers(CitationGraph())
+
+
+def test_scincl_and_specter_sampling_make_the_same_number_of_triplets_from_the_same_queries():
+    """SciNCL §4.2: "Both training sets yield 684K triplets (same count as SPECTER)": the same query papers, 5
+    triplets each, whichever sampler."""
+    from sdr.samplers import specter_triplets
+
+    graph = star_graph()
+    ids = sorted(graph.nodes)
+    vectors = np.random.default_rng(1).normal(size=(len(ids), 8)).astype(np.float32)
+    embedding = GraphEmbedding(ids=ids, vectors=vectors, config=GraphEmbeddingConfig(dimension=8, comparator="dot"))
+    queries = scincl.query_papers(graph)
+    knn, knn_report = scincl.sample_triplets(embedding, scincl.Bands(k_pos=10, c_pos=5, k_hard=40), queries, seed=0)
+    cited, cited_report = specter_triplets(graph, candidates=ids, query_ids=queries, seed=0, progress=False,
+                                           verbose=False)
+    assert len(knn) == len(cited) == 5 * len(queries)
+    assert {t.query for t in knn} == {t.query for t in cited} == set(queries)
+    # on this sparse graph most queries have no reference of a reference: SPECTER fills those hard negatives with
+    # easy ones, and the report counts every one (the chapter prints the count)
+    assert cited_report.hard_short == 2 * len(queries) - cited_report.hard_negatives > 0
+    assert knn_report.hard_short == 0 and knn_report.hard_negatives == 2 * len(queries)
+
+
+def test_shares_of_the_training_set_are_fractions_of_the_full_query_set():
+    queries = [f"q{i:04d}" for i in range(1000)]
+    one, ten = scincl.share_of_queries(queries, 0.01, seed=0), scincl.share_of_queries(queries, 0.1, seed=0)
+    assert (len(one), len(ten)) == (10, 100) and set(one) <= set(queries) and set(ten) <= set(queries)
+    assert scincl.share_of_queries(queries, 0.1, seed=0) == ten != scincl.share_of_queries(queries, 0.1, seed=1)
+    assert len(scincl.share_of_queries(queries[:40], 0.01, seed=0)) == 1  # at least one query
+    assert scincl.share_of_queries(queries, 1.0, seed=0) == queries
+    with pytest.raises(ValueError, match="fraction"):
+        scincl.share_of_queries(queries, 0.0, seed=0)
+
+
+def test_task_averages_and_seed_summary():
+    row = {"mag_f1": 80.0, "mesh_f1": 90.0, "coview_map": 1.0, "coview_ndcg": 2.0, "coread_map": 3.0,
+           "coread_ndcg": 4.0, "cite_map": 5.0, "cite_ndcg": 6.0, "cocite_map": 7.0, "cocite_ndcg": 8.0,
+           "recomm_ndcg": float("nan"), "recomm_p1": float("nan")}
+    averaged = scincl.with_task_averages(row)
+    assert (averaged["cls"], averaged["usr"], averaged["cite"]) == (85.0, 2.5, 6.5)
+    assert np.isnan(averaged["rec"]) and averaged["avg w/o REC"] == pytest.approx((170 + 36) / 10)
+    summary = scincl.seed_summary([{"avg": 80.0}, {"avg": 82.0}, {"avg": 81.0}], ["avg"])
+    assert summary == {"seeds": 3, "avg": 81.0, "avg σ": pytest.approx(1.0)}
+    assert np.isnan(scincl.seed_summary([{"avg": 80.0}], ["avg"])["avg σ"])
 
 
 # ------------------------------------------------------------------ the paper profile's training data
@@ -109,25 +195,36 @@ def test_cite_prediction_triplets_come_through_the_registry_download_path(tmp_pa
 
 @pytest.mark.notebook
 def test_chapter_embeds_and_samples_the_citations_of_real_specter_triplets(shared_data, tmp_path, monkeypatch):
-    """The `paper` profile's path, on the real sample: the chapter builds its graph from the (query → positive)
-    citations of SciRepEval's SPECTER triplets instead of the synthetic corpus, embeds it with BigGraph, samples
-    kNN bands on it and trains on those papers' texts. (Evaluation stays on the replica: real SciDocs is a
-    download. Its gain bar is off: 200 triplets check the path, not learning.)"""
+    """The `paper` profile's path on real triplets: a mirror whose scirepeval_cite_prediction folder holds SciRepEval's
+    real SPECTER sample (200 triplets) is read through the data policy (smoke with use_real_data true reads real
+    training data when found); the chapter builds its graph from their (query → positive) citations, embeds it
+    with BigGraph, samples kNN bands for the papers with out-edges and trains on those papers' texts. SciDocs and
+    CSFCube stay replicas (not in this mirror), so the replica's gain check is off: it needs both from one corpus."""
     import json
 
     from sdr import book
 
-    sample = shared_data / "scirepeval" / "sample_data" / "specter_small.json"
+    mirror = tmp_path / "mirror" / "scirepeval_cite_prediction"
+    mirror.mkdir(parents=True)
+    (mirror / "train.jsonl").symlink_to(shared_data / "scirepeval" / "sample_data" / "specter_small.json")
+    monkeypatch.setenv("SDR_DATA", str(tmp_path / "mirror"))
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "results"))
-    overrides = {"triplets_file": str(sample), "use_real_data": False, "n_papers": 200, "n_eval_queries": 10,
-                 "max_queries": 24, "max_length": 32, "csfcube_max_length": 32, "csfcube_replica_queries": 6,
-                 "min_gain": -100.0}
+    overrides = {"use_real_data": True, "n_papers": 200, "n_eval_queries": 10, "max_queries": 24, "max_length": 32,
+                 "csfcube_max_length": 32, "csfcube_replica_queries": 6}
     book.run_chapter("scincl", "smoke", overrides, output_dir=tmp_path / "pages", progress=False, force=True)
     record = json.loads((tmp_path / "results" / "scincl" / "smoke.json").read_text())
-    assert record["sources"][0].startswith("specter_small.json: 200 citations (query → positive) of 200 SPECTER")
+    assert record["sources"][0].startswith("SPECTER's training triplets (SciRepEval cite_prediction)")
     sampling = book.from_jsonable(record["tables"]["sampling"])
-    # every sampled query is a query or positive of the real triplets (numeric corpus ids, not synthetic p00042)
-    assert sampling.loc["SciNCL (kNN bands)", "triplets"] > 0
-    assert sampling.loc["SciNCL (kNN bands)", "queries used"] <= 24
+    scincl_row = sampling.loc[[name for name in sampling.index if name.startswith("SciNCL sampling on SPECTER's")]]
+    specter_row = sampling.loc[[name for name in sampling.index if name.startswith("SPECTER sampling on SPECTER's")]]
+    # the same queries (papers with out-edges, 24 of them) and the same number of triplets for both samplers
+    assert int(scincl_row["queries used"].iloc[0]) == int(specter_row["queries used"].iloc[0]) == 24
+    assert int(scincl_row["triplets"].iloc[0]) == int(specter_row["triplets"].iloc[0]) == 120
+    # SPECTER's rule on this sparse graph must fill hard negatives with easy ones, and says how many
+    assert record["extra"]["hard negatives filled"] == int(specter_row["hard negatives filled with easy ones"].iloc[0])
     link = book.from_jsonable(record["tables"]["link prediction"])
-    assert (link["reported by"] == "this book (smoke)").sum() == 1
+    assert link["reported by"].str.startswith("this book (smoke, SPECTER's triplet graph)").sum() == 1
+    # no trained row is mapped to a paper row: the graph is not S2ORC's
+    assert all(row["paper_model"] is None for row in record["extra"]["leaderboard"]
+               if "SciNCL" in row["method"] or "SPECTER sampling" in row["method"])

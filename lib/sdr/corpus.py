@@ -799,3 +799,21 @@ def leakage_audit(
                      "share": len(shared) / len(distinct) if distinct else 0.0,
                      "examples": shared[:n_examples]})
     return pd.DataFrame(rows, columns=["eval_set", "size", "shared", "share", "examples"])
+
+
+def ids_in_space(papers: Iterable[Paper], field: str = "sha") -> tuple[set[str], list[str]]:
+    """The papers' ids in another id space, so a leakage audit compares like with like.
+
+    SciRepEval's SPECTER triplets carry both ``sha`` (the Semantic Scholar paper id that SciDocs keys its papers
+    by) and ``corpus_id``; :func:`read_scirepeval_triplets` keeps both in ``Paper.metadata``, whatever id it keys
+    the papers by. Returns ``(ids, unmapped)``: ``metadata[field]`` of every paper that has one, and the
+    ``paper_id`` of each paper without one (counted by the caller, never dropped silently).
+    """
+    ids, unmapped = set(), []
+    for paper in papers:
+        value = paper.metadata.get(field)
+        if value in (None, ""):
+            unmapped.append(paper.paper_id)
+        else:
+            ids.add(str(value))
+    return ids, unmapped

@@ -1035,6 +1035,8 @@ CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
     # the paper's FLeW; FLeW-full: on full abstracts, Table 3's "w/o Textual")
     "flew": ("allenai/specter", "malteos/scincl", "allenai/specter2_base", "Miracle-dz/FLeW-split",
              "Miracle-dz/FLeW-full"),
+    "specter": ("allenai/specter",),  # SciNCL Table 1's SPECTER row, scored on SciDocs and CSFCube
+    "scincl": ("malteos/scincl",),  # SciNCL Table 1's SciNCL row
 }
 
 _MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}

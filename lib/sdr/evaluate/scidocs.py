@@ -292,6 +292,7 @@ def evaluate(
     position_bug: bool = True,
     recomm_device: str = "cpu",
     progress: bool = True,
+    proximity_split: str = "test",
 ) -> dict:
     """All SciDocs metrics, as ``scidocs.get_scidocs_metrics`` returns them, plus a missing-ids report.
 
@@ -302,11 +303,16 @@ def evaluate(
     :mod:`sdr.evaluate.recommendations`).  Returns ``{"mag": {"f1"}, "mesh": {"f1"}, "co-view":
     {"map","ndcg"}, "co-read", "cite", "co-cite", ["recomm": {"adj-NDCG","adj-P@1"}],
     "missing_embeddings": {"count","examples"}}``.
+
+    ``proximity_split``: the official suite scores co-view, co-read, cite and co-cite on their *test* qrels
+    whatever ``val_or_test`` says; ``"val"`` scores their validation qrels instead, for a validation score of
+    every task (SciNCL tuned its sampling on "the SciDocs validation set", §6).
     """
     from tqdm.auto import tqdm
 
-    if val_or_test not in ("val", "test"):
-        raise ValueError(f"val_or_test must be 'val' or 'test', got {val_or_test!r}")
+    for name, value in (("val_or_test", val_or_test), ("proximity_split", proximity_split)):
+        if value not in ("val", "test"):
+            raise ValueError(f"{name} must be 'val' or 'test', got {value!r}")
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise FileNotFoundError(f"{data_dir}: SciDocs data directory not found")
@@ -328,7 +334,7 @@ def evaluate(
             metrics[task] = evaluate_classification(data_dir, embeddings, task, val_or_test, n_jobs, missing)
         elif task in PROXIMITY_TASKS:
             # The official suite scores the *test* qrels for these tasks whatever val_or_test says.
-            metrics[task] = evaluate_proximity(data_dir, embeddings, task, "test", missing)
+            metrics[task] = evaluate_proximity(data_dir, embeddings, task, proximity_split, missing)
         else:
             recomm_vectors = load_embeddings(recomm_embeddings) if recomm_embeddings is not None else embeddings
             metrics["recomm"] = recommendations.evaluate(
@@ -338,6 +344,35 @@ def evaluate(
     missing.warn()
     metrics["missing_embeddings"] = missing.report()
     return metrics
+
+
+def split_paper_ids(data_dir: str | Path, split: str) -> set[str]:
+    """Every paper a SciDocs split names: the queries and candidates of the four proximity qrels, the MAG and MeSH
+    papers, and the recommendation queries and shown papers of ``split`` ("val" or "test"; files that are absent
+    are skipped). SciNCL A.3 counts SPECTER's training papers that are in these sets."""
+    if split not in ("val", "test"):
+        raise ValueError(f"split must be 'val' or 'test', got {split!r}")
+    paths = ScidocsPaths(Path(data_dir))
+    ids: set[str] = set()
+
+    def has_lines(path: Path, header: int = 0) -> bool:  # a split a replica left empty names no paper
+        return path.exists() and sum(1 for line in path.open(encoding="utf-8") if line.strip()) > header
+
+    for task in PROXIMITY_TASKS:
+        if has_lines(paths.qrel(task, split)):
+            for query, candidates in read_qrels(paths.qrel(task, split)).items():
+                ids.add(query)
+                ids.update(candidates)
+    for task in CLASSIFICATION_TASKS:
+        if has_lines(paths.classification(task, split), header=1):
+            ids.update(pid for pid, _ in read_labels_csv(paths.classification(task, split)))
+    if has_lines(paths.recomm(split), header=1):
+        for query, _clicked, shown in recommendations.read_clicks(paths.recomm(split)):
+            ids.add(query)
+            ids.update(shown)
+    if not ids:
+        raise FileNotFoundError(f"{data_dir}: no SciDocs {split} files (qrels, MAG/MeSH csv, recomm csv)")
+    return ids
 
 
 def scidocs_average(metrics: Mapping[str, Mapping[str, float]]) -> float:

@@ -25,15 +25,20 @@ a chapter can check the band invariants on every example.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
 import pandas as pd
 
+from sdr.corpus import CitationGraph
 from sdr.graph import GraphEmbedding, nearest_neighbours
+from sdr.methods.specter import take_queries
 from sdr.samplers import SamplingReport, Triplet, count_collisions, knn_band_triplets
 
-__all__ = ["Bands", "PAPER_BANDS", "scaled_bands", "sample_triplets", "band_ranks", "collision_sweep", "bands_table"]
+__all__ = ["Bands", "PAPER_BANDS", "scaled_bands", "clip_bands", "sample_triplets", "band_ranks", "collision_sweep", "bands_table",
+           "query_papers", "take_queries", "share_of_queries", "TASKS", "with_task_averages", "seed_summary"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,21 @@ def scaled_bands(n_papers: int, hard_fraction: float = 0.15, bands: Bands = PAPE
         raise ValueError(f"scaled_bands: a corpus of {n_papers} papers is too small for positives at rank "
                          f"{k_pos} and hard negatives after them")
     return replace(bands, k_pos=k_pos, k_hard=k_hard)
+
+
+def clip_bands(bands: Bands, n_papers: int) -> Bands:
+    """The bands a graph of ``n_papers`` can hold, so the sampler takes every band as asked and band checks test
+    the bands that were sampled: each k clipped so that ``c_easy`` filtered-random easy negatives remain outside the
+    top ``max(k)`` (``n_papers − 1 − c_easy``; ``n_papers − 1`` for plain random ones), each c to its k. Bands that
+    fit are returned unchanged (the paper's k⁻hard = 4000 fits any graph of more than 4,003 papers)."""
+    k_max = n_papers - 1 - (bands.c_easy if bands.filtered_random else 0)
+    if k_max < 1:
+        raise ValueError(f"clip_bands: a graph of {n_papers} papers has no room for a positive band and "
+                         f"{bands.c_easy} easy negatives")
+    if bands.k_pos <= k_max and bands.k_hard <= k_max:
+        return bands
+    k_pos, k_hard = min(bands.k_pos, k_max), min(bands.k_hard, k_max)
+    return replace(bands, k_pos=k_pos, c_pos=min(bands.c_pos, k_pos), k_hard=k_hard, c_hard=min(bands.c_hard, k_hard))
 
 
 def sample_triplets(
@@ -144,3 +164,59 @@ def bands_table(bands_by_name: dict[str, Bands]) -> pd.DataFrame:
     """The sampling settings side by side (for the chapter page)."""
     return pd.DataFrame({name: asdict(b) | {"margin (ranks)": b.margin} for name, b in bands_by_name.items()}).T
 
+
+
+# ----------------------------------------------------------------------------------------- queries and data shares
+def query_papers(graph: CitationGraph) -> list[str]:
+    """SciNCL's query papers: the papers with out-edges (they cite something), sorted.
+
+    SPECTER samples triplets for papers that cite (its positives are their references), and SciNCL keeps "the same
+    136,820 query papers" (A.4), so both samplers see the same queries and yield the same number of triplets (§4.2:
+    "Both training sets yield 684K triplets (same count as SPECTER)"). A paper that is only ever cited is embedded
+    and can be sampled as a positive or negative, but is no query.
+    """
+    queries = sorted(pid for pid in graph.nodes if graph.references(pid))
+    if not queries:
+        raise ValueError("query_papers: no paper of the graph cites another, so there is no query")
+    return queries
+
+
+def share_of_queries(query_ids: Sequence[str], fraction: float, seed: int) -> list[str]:
+    """A random share of the training set by query (SciNCL §6: "a random sample of 10% of the replicated SPECTER
+    training data (sampling based on queries)"; Table 2's 1 % and 10 % rows): ``round(fraction × n)`` queries, at
+    least one, drawn with :func:`take_queries`. With 5 triplets a query, the triplets are the same share."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"share_of_queries: fraction must be in (0, 1], got {fraction}")
+    count = max(1, int(round(fraction * len(query_ids))))
+    return take_queries(query_ids, count if count < len(query_ids) else 0, seed)
+
+
+# ----------------------------------------------------------------------------------------- task averages
+#: SciNCL Table 2's task groups of the twelve SciDocs metrics.
+TASKS = {"cls": ["mag_f1", "mesh_f1"], "usr": ["coview_map", "coview_ndcg", "coread_map", "coread_ndcg"],
+         "cite": ["cite_map", "cite_ndcg", "cocite_map", "cocite_ndcg"], "rec": ["recomm_ndcg", "recomm_p1"]}
+
+
+def with_task_averages(row: Mapping[str, float]) -> dict:
+    """A SciDocs row (:func:`sdr.methods.specter.scidocs_scores`) with Table 2's task averages (``cls``, ``usr``,
+    ``cite``, ``rec``; NaN when a metric is missing) and ``avg w/o REC``, the mean of the ten metrics that are not
+    recommendations (the comparison of runs scored without the recommendation task)."""
+    row = dict(row)
+    for task, columns in TASKS.items():
+        values = [row.get(c, math.nan) for c in columns]
+        row[task] = float(np.mean(values)) if all(v == v for v in values) else math.nan
+    row["avg w/o REC"] = float(np.mean([row[c] for c in TASKS["cls"] + TASKS["usr"] + TASKS["cite"]]))
+    return row
+
+
+def seed_summary(rows: Sequence[Mapping[str, float]], columns: Sequence[str]) -> dict:
+    """Mean and sample standard deviation over seeds of each of ``columns`` (``<column>`` and ``<column> σ``; σ is
+    NaN for a single seed) and ``seeds``: the number of runs."""
+    if not rows:
+        raise ValueError("seed_summary: no runs")
+    frame = pd.DataFrame(list(rows))
+    summary = {"seeds": len(frame)}
+    for column in columns:
+        summary[column] = float(frame[column].mean())
+        summary[f"{column} σ"] = float(frame[column].std(ddof=1)) if len(frame) > 1 else math.nan
+    return summary

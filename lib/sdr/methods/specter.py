@@ -1,13 +1,22 @@
-"""SPECTER (Cohan et al. 2020) as SciNCL replicated it: the recipe's defaults, training an encoder on
-triplets, and the two evaluations every document-level chapter reports (the SciDocs evaluator on a
-folder in the official layout, and real CSFCube next to the official SPECTER rankings).
+"""SPECTER (Cohan et al. 2020) as SciNCL replicated it: the recipe's defaults, its training data, training an
+encoder on triplets, and the evaluations every document-level chapter reports (the SciDocs evaluator on a folder
+in the official layout, real CSFCube next to the official SPECTER rankings, the SciDocs leakage audit).
 
-* :data:`PAPER_TRAINING` — SPECTER's optimiser settings (SciNCL §4.3: AdamW, lr 2e-5, 2 epochs, batch
-  8 × 4 accumulation = 32); :data:`TRIPLETS_PER_QUERY`, :data:`HARD_PER_QUERY` — 5 triplets a query, 2
-  with a hard negative (``ceil(0.3 × 5)``); the loss is the triplet margin loss on L2, margin 1.
+* :data:`PAPER_TRAINING` — SPECTER's optimiser settings: AdamW, lr 2e-5, 2 epochs, batch 8 × 4 accumulation =
+  32 (SciNCL §4.3, "the training setup from SPECTER"), and the schedule of SPECTER's released AllenNLP config
+  (``experiment_configs/simple.jsonnet``: ``slanted_triangular``, ``cut_frac`` 0.1, ratio 32; see
+  :data:`SCHEDULE_NOTE` for the one difference); :data:`TRIPLETS_PER_QUERY`, :data:`HARD_PER_QUERY` — 5
+  triplets a query, 2 with a hard negative (``ceil(0.3 × 5)``); the loss is the triplet margin loss on L2,
+  margin 1.
+* :func:`write_training_triplets` — the replica of SPECTER's training data: SPECTER's sampling on a (synthetic)
+  citation graph, written in the layout of the real data (SciRepEval's ``cite_prediction`` JSONL, each side
+  with ``sha`` and ``corpus_id``); :func:`read_training_triplets` reads either.
 * :func:`train_on_triplets` — a fresh encoder trained on triplets with the triplet objective; returns the
   trainer's result and the loss on a fixed probe subset before and after (the chapter's sanity check).
-* :func:`scidocs_scores` — embed the evaluation papers and run the SciDocs evaluator: one table row.
+* :func:`scidocs_scores` — embed the SciDocs papers and run the SciDocs evaluator (test or validation): one
+  table row, with the number of ids that had no embedding (handled as the official evaluator does).
+* :func:`scidocs_leakage` — SciNCL A.3's audit: training papers found in SciDocs' test and validation sets,
+  compared in one id space (SciDocs' ``sha``).
 * :func:`csfcube_scores` — rank CSFCube's judged pools (test split, every facet) by L2 distance of the
   encoder's embeddings, beside the official SPECTER rankings; MAP, NDCG%20 and CoSaEmb Table 4's
   RP / P@20 / R@20 (× 100).
@@ -16,30 +25,129 @@ folder in the official layout, and real CSFCube next to the official SPECTER ran
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sdr import book
-from sdr.corpus import Paper
+from sdr.corpus import Paper, ids_in_space, leakage_audit, read_scirepeval_triplets
 from sdr.encoders import Encoder
 from sdr.evaluate import csfcube, scidocs
-from sdr.samplers import SPECTER_RATIO_HARD_NEGATIVES, Triplet
+from sdr.samplers import SPECTER_RATIO_HARD_NEGATIVES, SamplingReport, Triplet, count_collisions, given_triplets, \
+    specter_triplets
 from sdr.train import TrainConfig, TrainResult, TripletObjective, evaluate_loss, train
 
-__all__ = ["PAPER_TRAINING", "TRIPLETS_PER_QUERY", "HARD_PER_QUERY", "CSFCUBE_COLUMNS",
-           "train_on_triplets", "scidocs_scores", "csfcube_scores", "csfcube_leaderboard_metrics"]
+__all__ = ["PAPER_TRAINING", "SCHEDULE_NOTE", "TRIPLETS_PER_QUERY", "HARD_PER_QUERY", "CSFCUBE_COLUMNS",
+           "PROXIMITY_METRICS", "RELEASED_CHECKPOINTS", "PUBLISHED_TOLERANCE", "TrainingTriplets", "take_queries", "write_training_triplets", "read_training_triplets",
+           "triplet_statistics", "train_on_triplets", "scidocs_scores", "proximity_mean", "scidocs_leakage",
+           "published_difference", "csfcube_scores", "csfcube_leaderboard_metrics", "training_budget"]
 
-#: SPECTER's (and SciNCL's) fine-tuning: AdamW, lr 2e-5, 2 epochs, 8 × 4 = 32 triplets a step.
-PAPER_TRAINING = TrainConfig(epochs=2, batch_size=8, accumulation_steps=4, learning_rate=2e-5)
+#: SPECTER's (and SciNCL's) fine-tuning: AdamW, lr 2e-5, 2 epochs, 8 × 4 = 32 triplets a step, clipping at 1,
+#: weight decay 0.01, and the slanted-triangular schedule of SPECTER's AllenNLP config (10 % of the steps rising).
+PAPER_TRAINING = TrainConfig(epochs=2, batch_size=8, accumulation_steps=4, learning_rate=2e-5, weight_decay=0.01,
+                             schedule="slanted_triangular", warmup_ratio=0.1, max_grad_norm=1.0)
+SCHEDULE_NOTE = (
+    "SPECTER's released AllenNLP config trains with the slanted-triangular schedule (cut_frac 0.1, ratio 32): the "
+    "learning rate rises over the first 10 % of the optimizer steps, then falls linearly to 1/32 of its peak. "
+    "sdr.train's slanted_triangular is that schedule except for the rise, which starts from lr / warm-up steps "
+    "instead of lr / 32 (at most lr / 32 apart when the rise lasts 16 steps or more). The config's optimizer "
+    "entry reads lr 3e-5 while SciNCL (§4.3) reports SPECTER's setup as 2e-5; this book uses 2e-5, as SciNCL did."
+)
 #: SciNCL §3.4: "5 triplets per query paper", 2 hard and 3 easy negatives.
 TRIPLETS_PER_QUERY = 5
 HARD_PER_QUERY = math.ceil(SPECTER_RATIO_HARD_NEGATIVES * TRIPLETS_PER_QUERY)
 
 #: CSFCube metric keys of :mod:`sdr.evaluate.csfcube` → the column names shown (CoSaEmb Table 4 + MAP).
 CSFCUBE_COLUMNS = {"map": "MAP", "ndcg%20": "NDCG%20", "rp": "RP", "p@20": "P@20", "r@20": "R@20"}
+#: The eight SciDocs proximity metrics (co-view, co-read, cite, co-cite): what citation training is about.
+PROXIMITY_METRICS = ["coview_map", "coview_ndcg", "coread_map", "coread_ndcg", "cite_map", "cite_ndcg",
+                     "cocite_map", "cocite_ndcg"]
+#: Synthetic papers get corpus ids from here on (Semantic Scholar corpus ids are integers).
+CORPUS_ID_BASE = 1_000_000
+#: Released checkpoints the chapters score through the harness at ``paper`` → their row of SciNCL Table 1
+#: (``data/paper_tables/scidocs.csv``), which their SciDocs average must match within :data:`PUBLISHED_TOLERANCE`.
+RELEASED_CHECKPOINTS = {"allenai/specter": "SPECTER", "malteos/scincl": "SciNCL"}
+#: How far (avg × 100) a released checkpoint scored by the harness on the official SciDocs may sit from the paper:
+#: the papers print one decimal (± 0.05) and SciNCL's ten seeds spread by σ 0.064 (Table 1), so 0.3 is a harness
+#: error, not rounding or seed noise.
+PUBLISHED_TOLERANCE = 0.3
+
+
+# ----------------------------------------------------------------------------------------- training data
+@dataclass
+class TrainingTriplets:
+    """SPECTER-style training triplets as ids, the papers they name, and the reader's report."""
+
+    triplets: list[Triplet]
+    papers: dict[str, Paper]
+    report: object  # sdr.corpus.ReadReport
+
+    @property
+    def paper_triplets(self) -> list[tuple[Paper, Paper, Paper]]:
+        return [(self.papers[t.query], self.papers[t.positive], self.papers[t.negative]) for t in self.triplets]
+
+
+def write_training_triplets(corpus, path: str | Path, seed: int = 0,
+                            query_ids: Sequence[str] | None = None) -> tuple[Path, SamplingReport]:
+    """SPECTER's sampling on ``corpus.graph`` (5 triplets a query: 2 hard, 3 easy negatives; every paper of the
+    corpus a candidate), written as SPECTER's released training data is laid out: SciRepEval's ``cite_prediction``
+    JSONL, one ``{"query", "pos", "neg"}`` line per triplet, each side ``{sha, corpus_id, title, abstract}``
+    (``sha`` is the corpus' paper id, the id space of its SciDocs replica; ``corpus_id`` an integer from
+    :data:`CORPUS_ID_BASE`). Returns the path and the sampler's report (hard negatives filled with easy ones,
+    oversampled positives, collisions). A replica writer: refused under the ``paper`` data policy."""
+    from sdr.datasets import forbid_replica
+
+    forbid_replica("sdr.methods.specter.write_training_triplets")
+    path = Path(path)
+    triplets, report = specter_triplets(corpus.graph, candidates=sorted(corpus.papers), query_ids=query_ids,
+                                        seed=seed, progress=False, verbose=False)
+    if not triplets:
+        raise ValueError(f"write_training_triplets: the corpus' graph gave no triplets ({report})")
+    print(f"replica of SPECTER's training triplets: {report}")
+    corpus_ids = {pid: CORPUS_ID_BASE + i for i, pid in enumerate(sorted(corpus.papers))}
+
+    def side(pid: str) -> dict:
+        paper = corpus.papers[pid]
+        return {"sha": pid, "corpus_id": corpus_ids[pid], "title": paper.title, "abstract": paper.abstract}
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for t in triplets:
+            handle.write(json.dumps({"query": side(t.query), "pos": side(t.positive), "neg": side(t.negative)}) + "\n")
+    return path, report
+
+
+def read_training_triplets(path: str | Path) -> TrainingTriplets:
+    """SPECTER's training triplets (SciRepEval ``cite_prediction`` JSONL or a JSON list), keyed by ``sha`` — the id
+    SciDocs uses, so the leakage audit and the evaluation share one id space; ``corpus_id`` stays in each paper's
+    metadata (a side without a ``sha`` is keyed by its ``corpus_id`` and counted as unmapped by the audit)."""
+    paper_triplets, report = read_scirepeval_triplets(path, id_field="sha")
+    triplets, papers = given_triplets(paper_triplets, kind="given")
+    return TrainingTriplets(triplets, papers, report)
+
+
+def take_queries(query_ids: Sequence[str], count: int, seed: int) -> list[str]:
+    """``count`` of ``query_ids`` drawn without replacement (seeded), sorted; all of them when ``count`` is 0 or at
+    least their number."""
+    query_ids = sorted(set(query_ids))
+    if count <= 0 or count >= len(query_ids):
+        return query_ids
+    return sorted(np.random.default_rng(seed).choice(query_ids, size=count, replace=False).tolist())
+
+
+def triplet_statistics(triplets: Sequence[Triplet]) -> dict:
+    """Counts of a triplet set for a page: triplets, query papers, distinct papers, triplets per query, collisions
+    (a pair used as positive in one triplet and as negative in another, SciNCL A.8)."""
+    per_query = pd.Series([t.query for t in triplets]).value_counts()
+    return {"triplets": len(triplets), "query papers": int(per_query.size),
+            "distinct papers": len({p for t in triplets for p in (t.query, t.positive, t.negative)}),
+            "triplets per query (mean)": float(per_query.mean()) if len(per_query) else math.nan,
+            "collisions": count_collisions(triplets)}
 
 
 def train_on_triplets(
@@ -75,18 +183,73 @@ def train_on_triplets(
                     "loss after training": evaluate_loss(encoder, probe, objective) if probe else math.nan}
 
 
-def scidocs_scores(encoder: Encoder, eval_papers: Mapping[str, Paper], scidocs_dir: str | Path,
-                   recommendations: bool = False) -> dict:
-    """The 12 SciDocs metrics (+ ``avg``) of ``encoder`` on a folder in the official layout (× 100)."""
-    ids = sorted(eval_papers)
-    vectors = encoder.encode_papers([eval_papers[pid] for pid in ids], progress=False)
-    metrics = scidocs.evaluate(scidocs_dir, dict(zip(ids, vectors)), recomm=recommendations, progress=False)
-    missing = metrics["missing_embeddings"]["count"]
-    if missing:
-        raise ValueError(f"scidocs_scores: {missing} SciDocs papers have no embedding")
-    return book.scidocs_row(metrics)
+def training_budget(epochs: int, steps: int, effective_batch: int) -> str:
+    """The training budget of a leaderboard row: ``"2 epochs, 42,756 steps × 32 triplets"``."""
+    return f"{epochs} epoch{'s' if epochs != 1 else ''}, {steps:,} steps × {effective_batch} triplets"
 
 
+# ----------------------------------------------------------------------------------------- SciDocs
+def scidocs_scores(encoder: Encoder, papers: Mapping[str, Paper], scidocs_dir: str | Path,
+                   recommendations: bool = False, split: str = "test", batch_size: int = 32) -> dict:
+    """The 12 SciDocs metrics (+ ``avg``, × 100) of ``encoder`` on a folder in the official layout, and
+    ``"missing embeddings"``: how many ids the tasks name that have no embedding.
+
+    ``papers`` are the papers to embed (:func:`sdr.evaluate.scidocs.read_papers`: the union of the metadata files,
+    as the SciDocs README instructs). An id without an embedding is handled as the official evaluator handles it —
+    a zero vector in MAG/MeSH, a query skipped and a candidate dropped in the proximity tasks — and counted here,
+    never an error. ``split="val"`` scores every task on its validation files (SciNCL's sweeps, §6); ``"test"`` is
+    the official suite (proximity on test whatever the classification split).
+    """
+    ids = sorted(papers)
+    vectors = encoder.encode_papers([papers[pid] for pid in ids], batch_size=batch_size, progress=False)
+    metrics = scidocs.evaluate(scidocs_dir, dict(zip(ids, vectors)), recomm=recommendations, val_or_test=split,
+                               proximity_split=split, progress=False)
+    return {**book.scidocs_row(metrics), "missing embeddings": int(metrics["missing_embeddings"]["count"])}
+
+
+def proximity_mean(row: Mapping[str, float]) -> float:
+    """The mean of the eight proximity metrics (co-view, co-read, cite, co-cite; × 100)."""
+    return float(np.mean([row[m] for m in PROXIMITY_METRICS]))
+
+
+def scidocs_leakage(papers: Mapping[str, Paper] | Sequence[Paper], scidocs_dir: str | Path) -> pd.DataFrame:
+    """SciNCL A.3's audit: how many training papers are papers of SciDocs' test set, its validation set, and
+    either — compared as Semantic Scholar ``sha`` ids, the id SciDocs keys its papers by (the triplets' sides carry
+    ``sha`` and ``corpus_id``; comparing corpus ids with SciDocs' shas finds no overlap at all).
+
+    One row per SciDocs set: ``SciDocs papers`` (its size), ``training papers in it`` and the share of the training
+    papers in percent (A.3's percentages are shares of SPECTER's 311,860 training papers) and of the set. The
+    frame's ``attrs`` hold ``training papers`` and ``unmapped`` (training papers without a ``sha``, left out of
+    the comparison and counted).
+    """
+    values = list(papers.values()) if isinstance(papers, Mapping) else list(papers)
+    train_ids, unmapped = ids_in_space(values, "sha")
+    test, validation = scidocs.split_paper_ids(scidocs_dir, "test"), scidocs.split_paper_ids(scidocs_dir, "val")
+    sets = {"SciDocs test": test, "SciDocs validation": validation, "SciDocs test or validation": test | validation}
+    audit = leakage_audit(train_ids, sets)
+    table = pd.DataFrame({
+        "training papers in SciDocs": ["in " + name.removeprefix("SciDocs ") for name in audit["eval_set"]],
+        "SciDocs papers": audit["size"].to_numpy(),
+        "training papers in it": audit["shared"].to_numpy(),
+        "% of the training papers": 100 * audit["shared"].to_numpy() / max(len(train_ids), 1),
+        "% of the SciDocs papers": 100 * audit["share"].to_numpy(),
+        "examples": audit["examples"].to_numpy(),
+    }).set_index("training papers in SciDocs")
+    table.attrs.update({"training papers": len(train_ids) + len(unmapped), "unmapped": len(unmapped),
+                        "unmapped examples": sorted(unmapped)[:5]})
+    return table
+
+
+def published_difference(row: Mapping[str, float], paper_table: pd.DataFrame, paper_model: str,
+                         metric: str = "avg") -> float:
+    """``row[metric]`` minus the paper's value for ``paper_model`` (a released checkpoint's check against Table 1)."""
+    match = paper_table[paper_table["model"] == paper_model]
+    if len(match) != 1:
+        raise ValueError(f"published_difference: {len(match)} rows named {paper_model!r} in the paper table")
+    return float(row[metric]) - float(match[metric].iloc[0])
+
+
+# ----------------------------------------------------------------------------------------- CSFCube
 def csfcube_scores(encoders: Mapping[str, Encoder | Callable[[], Encoder]], csfcube_dir: str | Path,
                    official_specter: bool = True, batch_size: int = 32) -> pd.DataFrame:
     """CSFCube test split, every facet and ``all``: one row per (system, facet), :data:`CSFCUBE_COLUMNS`
