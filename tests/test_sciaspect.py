@@ -446,15 +446,22 @@ def test_read_thesis_citations_needs_the_anchor_list(tmp_path):
 
 
 def test_evaluation_papers_are_removed_and_counted():
+    import pandas as pd
+
     graph = hand_graph()
     data = sa.ThesisData(graph, {pid: Paper(pid, pid) for pid in graph.nodes}, ["Q", "F"], None, 2, 0)
     filtered, table = sa.remove_evaluation_papers(data, {"scidocs": ["A", "F", "not-here"], "mdcr": ["X"]})
-    assert table.loc["scidocs"].to_dict() == {"papers": 3, "in the training graph": 2, "of them anchors": 1,
-                                              "edges touching them": 4}  # Q->A, A->X, A->W, F->Q
+    assert table.loc["scidocs", ["papers", "in the training graph", "of them anchors", "edges touching them"]].tolist() \
+        == [3, 2, 1, 4]  # Q->A, A->X, A->W, F->Q
     assert table.loc["mdcr", "in the training graph"] == 1 and table.loc["all (removed)", "in the training graph"] == 3
     assert not {"A", "F", "X"} & filtered.graph.nodes and filtered.anchors == ["Q"]
     assert len(filtered.graph) == len(graph) - table.loc["all (removed)", "edges touching them"] == len(graph) - 4
     assert "A" not in filtered.papers and "Q" in filtered.papers
+    # ids of another id space are not compared (no false 0) and remove nothing
+    _, mixed = sa.remove_evaluation_papers(data, {"CSFCube": ["10010426", "1587"]})
+    assert mixed.loc["CSFCube", "ids"] == "S2 corpus id" and pd.isna(mixed.loc["CSFCube", "in the training graph"])
+    assert mixed.loc["CSFCube", "note"].startswith("not comparable") and mixed.loc["all (removed)", "papers"] == 0
+    assert sa.id_form(["a" * 40, "0123456789" * 4]) == "S2 paper id" and sa.id_form(["1", "a" * 40]) == "mixed"
 
 
 # ------------------------------------------------------------------------ the recovered thesis numbers

@@ -358,7 +358,9 @@ MDCR = Dataset(
         DataFile("mdcr_val.json", "https://takelab.fer.hr/data/mdcr/mdcr_val.json"),
         DataFile("mdcr_test.json", "https://takelab.fer.hr/data/mdcr/mdcr_test.json"),
         DataFile("mdcr_val_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_val_data.jsonl", required=False),
-        DataFile("mdcr_test_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_test_data.jsonl", required=False),
+        # the test papers' titles and abstracts: what a paper run embeds (fetched before it starts)
+        DataFile("mdcr_test_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_test_data.jsonl", required=False,
+                 paper=True),
     ),
 )
 
@@ -953,7 +955,7 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
-    "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "csfcube"),
+    "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
     "flew": ("s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval_full", "csfcube"),
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
     "summary": (),

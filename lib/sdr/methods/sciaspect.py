@@ -19,6 +19,7 @@ Where the thesis is silent we chose, and each choice is named where it is made (
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,8 @@ from sdr.train import TrainConfig
 __all__ = [
     "TEMPERATURE", "HYBRID_ALPHA", "TEMPERATURES", "ALPHAS", "ASPECT_SPACES", "FACET_TO_ASPECT",
     "SPECTERCL_VARIANTS", "SCIASPECT_VARIANTS", "L2_CONFIGS", "POSITIVES_PER_QUERY", "paper_train_config",
-    "ThesisData", "read_thesis_citations", "write_s2_citations_replica", "remove_evaluation_papers",
+    "ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "remove_evaluation_papers",
+    "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "table_6_11_rows",
     "specter_cl_examples", "AspectExample", "AspectPools", "aspect_neighbours", "aspect_pools",
     "aspect_examples", "sciaspect_examples", "sciaspect_hybrid_examples", "sciaspect_l2_examples",
     "AspectContrastiveObjective", "PROBE_SIZE", "Run", "split_probe", "train_runs", "embedding_variants",
@@ -170,37 +172,128 @@ def write_s2_citations_replica(corpus, folder: str | Path, anchor_fraction: floa
     return Path(folder)
 
 
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def id_form(ids: Iterable[str]) -> str:
+    """Which id space a set of paper ids is in: ``"S2 paper id"`` (40 hex digits: the Graph API, SciDocs),
+    ``"S2 corpus id"`` (digits: CSFCube, SPECTER's triplets, much of SciRepEval), or ``"other"`` (replicas);
+    ``"mixed"`` when they differ (every id is looked at)."""
+    forms = {"S2 paper id" if _SHA.match(i) else "S2 corpus id" if i.isdigit() else "other" for i in map(str, ids)}
+    return forms.pop() if len(forms) == 1 else "mixed" if forms else "none"
+
+
 def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Iterable[str]]):
     """Drop every paper of the evaluation sets from the training data, and count what each set removed.
 
     The thesis made sure "that there is no overlap between the training documents and the documents used to
     test" (§4.3); here the overlap is measured and filtered, never assumed: each evaluation paper found in the
-    training graph leaves it with its edges (so it is no anchor, positive or negative). Ids must be in one id
-    space (Semantic Scholar paper ids for SciDocs, MDCR and the Graph API pages).
+    training graph leaves it with its edges (so it is no anchor, positive or negative). Ids are compared only
+    within one id space (:func:`id_form`): a set whose ids are in another space than the training graph's gets no
+    count (NaN, "not comparable") instead of a false 0, and nothing is removed for it.
 
-    Returns ``(filtered ThesisData, table)``: one row per set with its size, the papers it shares with the
-    training graph, how many of those are anchors, and the edges that touch them.
+    Returns ``(filtered ThesisData, table)``: one row per set with its size and id form, the papers it shares with
+    the training graph, how many of those are anchors, and the edges that touch them.
     """
     import pandas as pd
 
     nodes = data.graph.nodes
+    training_form = id_form(nodes)
     anchors = set(data.anchors)
     rows, removed = [], set()
     for name, ids in evaluation_sets.items():
         ids = {str(i) for i in ids}
+        form = id_form(ids)
+        row = {"evaluation set": name, "papers": len(ids), "ids": form}
+        if form != training_form or form == "mixed":
+            rows.append({**row, "in the training graph": float("nan"), "of them anchors": float("nan"),
+                         "edges touching them": float("nan"),
+                         "note": f"not comparable: the training graph has {training_form}s"})
+            continue
         shared = ids & nodes
         removed |= shared
-        rows.append({"evaluation set": name, "papers": len(ids), "in the training graph": len(shared),
-                     "of them anchors": len(shared & anchors),
-                     "edges touching them": sum(1 for c in data.graph if c.citing in shared or c.cited in shared)})
+        rows.append({**row, "in the training graph": len(shared), "of them anchors": len(shared & anchors),
+                     "edges touching them": sum(1 for c in data.graph if c.citing in shared or c.cited in shared),
+                     "note": "removed from the training data" if shared else ""})
     graph = CitationGraph(c for c in data.graph if c.citing not in removed and c.cited not in removed)
-    rows.append({"evaluation set": "all (removed)", "papers": None, "in the training graph": len(removed),
-                 "of them anchors": len(removed & anchors), "edges touching them": len(data.graph) - len(graph)})
+    rows.append({"evaluation set": "all (removed)", "papers": len(removed), "ids": training_form,
+                 "in the training graph": len(removed), "of them anchors": len(removed & anchors),
+                 "edges touching them": len(data.graph) - len(graph), "note": ""})
     kept_nodes = graph.nodes
     filtered = ThesisData(graph, {pid: p for pid, p in data.papers.items() if pid not in removed},
                           [a for a in data.anchors if a not in removed and a in kept_nodes], data.report,
                           data.anchors_listed, data.anchors_without_links)
     return filtered, pd.DataFrame(rows).set_index("evaluation set")
+
+
+# ------------------------------------------------------------------------------------------ evaluation data
+
+
+def read_mdcr_papers(folder: str | Path, split: str = "test") -> dict[str, Paper]:
+    """Titles and abstracts of MDCR's queries and candidates: ``mdcr_<split>_data.jsonl``, one
+    ``{"paper_id", "title", "abstract"}`` a line (the key SciRepEval's ``mdcr.py`` reads them by)."""
+    from sdr.jsonio import read_jsonl
+
+    path = Path(folder) / f"mdcr_{split}_data.jsonl"
+    papers: dict[str, Paper] = {}
+    for line_number, record in read_jsonl(path, "one MDCR paper {paper_id, title, abstract} a line"):
+        if not record.get("paper_id"):
+            raise ValueError(f"{path}:{line_number}: record without paper_id; expected {{paper_id, title, abstract}}")
+        pid = str(record["paper_id"])
+        papers[pid] = Paper(pid, str(record.get("title") or ""), str(record.get("abstract") or ""))
+    return papers
+
+
+def scirepeval_papers(data_dir: str | Path, tasks_config: str | Path | None = None) -> dict[str, Paper]:
+    """Every document the SciRepEval tasks with test data under ``data_dir`` need embedded (their ``data.meta``
+    papers, search queries as title-only papers, reviewers' papers), by ``doc_id``."""
+    from sdr.evaluate import scirepeval
+
+    data_dir = Path(data_dir)
+    papers: dict[str, Paper] = {}
+    for task in scirepeval.read_registry(tasks_config or data_dir / "scirepeval_tasks.jsonl"):
+        if scirepeval.split_path(scirepeval.dataset_dir(data_dir, task.data["test"]), "test") is None:
+            continue  # the evaluator skips (and reports) tasks without test data
+        for doc in scirepeval.task_documents(data_dir, task):
+            papers.setdefault(doc["doc_id"], Paper(doc["doc_id"], str(doc.get("title") or ""),
+                                                   str(doc.get("abstract") or "")))
+    return papers
+
+
+#: Table 6.11's SciDocs rows (as labelled in data/paper_tables/thesis_scirepeval.csv) ← (SciRepEval task, metric).
+TABLE_6_11_SCIDOCS = {
+    ("SciDocs MAG", None): "SciDocs MAG [CLF] F1", ("SciDocs MeSH", None): "SciDocs MeSH [CLF] F1",
+    ("SciDocs CoView", "map"): "SciDocs Co-View [PRX] MAP", ("SciDocs CoView", "ndcg"): "SciDocs Co-View [PRX] nDCG",
+    ("SciDocs CoRead", "map"): "SciDocs Co-Read [PRX] MAP", ("SciDocs CoRead", "ndcg"): "SciDocs Co-Read [PRX] nDCG",
+    ("SciDocs Cite", "map"): "SciDocs Cite [PRX] MAP", ("SciDocs Cite", "ndcg"): "SciDocs Cite [PRX] nDCG",
+    ("SciDocs CoCite", "map"): "SciDocs Co-Cite [PRX] MAP", ("SciDocs CoCite", "ndcg"): "SciDocs Co-Cite [PRX] nDCG",
+}
+
+
+def table_6_11_rows(result: Mapping) -> dict[str, float]:
+    """One model's column of Table 6.11 from :func:`sdr.evaluate.scirepeval.evaluate`'s output: the ten SciDocs
+    rows, the format averages without SciDocs, Out-of-/In-task, SciDocs, All and "Avg without SciDocs" (the mean
+    of the non-SciDocs tasks' scores; the thesis' values are that mean over its 17 tasks). A row whose tasks did
+    not run is NaN."""
+    from sdr.evaluate import scirepeval
+
+    nan = float("nan")
+    tasks = result["tasks"]
+    rows: dict[str, float] = {}
+    for (task, metric), label in TABLE_6_11_SCIDOCS.items():
+        metrics = tasks.get(task, {}).get("metrics", {})
+        value = next(iter(metrics.values()), nan) if metric is None else metrics.get(metric, nan)
+        rows[label] = float(value)
+    aggregates = result["aggregates"]
+    for fmt, label in (("CLF", "CLF Avg"), ("RGN", "REG Avg"), ("PRX", "PRX Avg"), ("QRY", "QRY Avg")):
+        value = aggregates["formats"].get(fmt)
+        rows[f"{label} (excluding SciDocs)"] = nan if value is None else float(value)
+    for key, label in (("out_of_train", "Out of task Avg"), ("in_train", "In task Avg"), ("scidocs", "SciDocs Avg"),
+                       ("all", "All avg")):
+        rows[label] = nan if aggregates[key] is None else float(aggregates[key])
+    others = [scirepeval.task_score(r) for r in tasks.values() if r["group"] != "scidocs"]
+    rows["Avg without SciDocs"] = float(np.mean(others)) if others else nan
+    return rows
 
 
 # ------------------------------------------------------------------------------------------ SPECTERCL
