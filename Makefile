@@ -7,7 +7,8 @@ NAME    ?=
 # Real data for the tests when the shared mirror sits beside the checkout (CI sets it too).
 TEST_DATA := $(or $(SDR_DATA),$(wildcard ../shared/data))
 
-.PHONY: setup book chapters chapter html test paper-dry-run bench data clean
+.PHONY: setup book chapters chapter html test paper-dry-run bench data data-real publish-config \
+        publish-notebooks binder-lock clean
 
 setup: $(VENV)/.installed
 
@@ -46,6 +47,34 @@ bench: setup
 ## data: fetch a benchmark into the cache (needs network), e.g. `make data NAME=csfcube`
 data: setup
 	$(VENV)/bin/sdr data fetch $(NAME)
+
+## data-real: every dataset the `real` profile reads, into the cache (CI and the publish workflow; needs network).
+data-real: setup
+	$(VENV)/bin/sdr data fetch --real-profile
+
+## publish-config: the book's repository address = the GitHub repository this runs in (the publish workflow).
+publish-config: setup
+	@test -n "$(GITHUB_REPOSITORY)" || (echo "publish-config: GITHUB_REPOSITORY (OWNER/REPO) is not set"; exit 2)
+	$(VENV)/bin/sdr book-publish configure --repository "https://github.com/$(GITHUB_REPOSITORY)"
+
+## publish-notebooks: push this commit's code plus the executed chapters to the `notebooks` branch, which the
+## pages' Colab and Binder buttons open (the publish workflow; needs GITHUB_TOKEN and GITHUB_REPOSITORY).
+PUBLISH_DIR := _build/notebooks-branch
+publish-notebooks: setup
+	$(VENV)/bin/sdr book-publish check
+	rm -rf $(PUBLISH_DIR) && git worktree prune
+	git worktree add --detach $(PUBLISH_DIR) HEAD
+	cp _config.yml $(PUBLISH_DIR)/_config.yml && cp notebooks/*.ipynb $(PUBLISH_DIR)/notebooks/
+	mkdir -p $(PUBLISH_DIR)/book/chapters
+	for f in $$($(VENV)/bin/sdr book-publish manifest); do cp "$$f" "$(PUBLISH_DIR)/$$f"; done
+	cd $(PUBLISH_DIR) && git add -f _config.yml notebooks $$(../../$(VENV)/bin/sdr book-publish manifest) && \
+	  git -c user.name="sdr-book publish" -c user.email="publish@users.noreply.github.com" \
+	    commit --quiet -m "Executed chapters of $$(git rev-parse --short HEAD)" && \
+	  git push --force "https://x-access-token:$${GITHUB_TOKEN}@github.com/$(GITHUB_REPOSITORY)" HEAD:refs/heads/notebooks
+
+## binder-lock: requirements-cpu.lock (Binder's environment.yml) from requirements.lock (torch's CPU build); `make test` checks it is current.
+binder-lock: setup
+	$(VENV)/bin/sdr book-publish binder-lock
 
 clean:
 	rm -rf _build book/chapters results

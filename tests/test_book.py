@@ -201,7 +201,8 @@ def test_cli_parser_registers_every_command():
 
     parser = cli.build_parser()
     commands = parser._subparsers._group_actions[0].choices  # argparse keeps sub-parsers here
-    assert {"chapter", "evaluate"} <= set(commands)
+    assert {"chapter", "evaluate", "embed"} <= set(commands)
+    assert "all" in commands["evaluate"]._subparsers._group_actions[0].choices  # sdr evaluate all
 
 
 # ------------------------------------------------------------------------------------------ results store
@@ -309,3 +310,52 @@ def test_results_store_round_trips_multiindex_tables(tmp_path, monkeypatch):
     restored = book.load_results("roundtrip", "smoke")[0]["tables"]
     pd.testing.assert_frame_equal(restored["multi"], table)
     pd.testing.assert_frame_equal(restored["flat"], flat)
+
+
+# ------------------------------------------------------------------------------------------ seeds and intervals
+def _store(tmp_path, chapter, rows):
+    book.save_results(chapter, "real", {}, ["test"], extra={"leaderboard": rows})
+
+
+def test_headline_table_means_over_seeds_and_paired_intervals(tmp_path, monkeypatch):
+    import numpy as np
+
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path))
+    rng = np.random.default_rng(0)
+    groups = [[f"q{i}" for i in range(20)], [f"q{i}" for i in range(20, 40)]]
+    base = {f"q{i}": float(x) for i, x in enumerate(rng.uniform(20, 40, 40))}
+
+    def row(method, per_query, **kw):
+        from sdr.stats import grouped_mean
+
+        return book.leaderboard_row(method, "csfcube", {"map_all": grouped_mean(per_query, groups)}, data="real",
+                                    base_model="all-MiniLM-L6-v2", per_query=per_query, query_groups=groups,
+                                    input_tokens=48, **kw)
+
+    rows = [row("untrained", base, training="none")]
+    for seed in range(3):  # +3 MAP on every query, seed noise ±0.5
+        shift = 3.0 + float(rng.normal(0, 0.5))
+        rows.append(row("trained", {k: min(100.0, v + shift + float(rng.normal(0, 1))) for k, v in base.items()},
+                        seed=seed,
+                        reference="untrained", training="1 epoch, 10 steps × 16 triplets"))
+    rows.append(row("noise", {k: v + float(rng.normal(0, 3)) for k, v in base.items()}, seed=0, reference="untrained",
+                    training="1 epoch"))
+    _store(tmp_path, "toy", rows)
+    table = book.headline_table("csfcube", "real").set_index("method")
+    assert table.loc["trained", "seeds"] == 3 and table.loc["trained", "sd"] > 0
+    trained = table.loc["trained"]
+    assert trained["excludes_zero"] and 2.0 < trained["low"] < trained["difference"] < trained["high"] < 4.0
+    assert not table.loc["noise", "excludes_zero"] and pd.isna(table.loc["untrained", "difference"])
+    shown = book.headline_display(book.headline_table("csfcube", "real"), "csfcube")
+    assert list(shown.columns) == ["system", "map_all", "Δ vs untrained [95 % CI]", "training"]
+    assert shown.set_index("system").loc["trained", "map_all"].endswith("(3 seeds)")
+    detail = book.leaderboard_table("csfcube", "real")
+    assert detail.index.is_unique and detail.loc["trained", "seeds"] == 3
+
+
+def test_leaderboard_row_checks_per_query_values_against_the_headline():
+    with pytest.raises(ValueError, match="per-query values average to"):
+        book.leaderboard_row("x", "csfcube", {"map_all": 50.0}, data="real", base_model="b", training="none",
+                             per_query={"a": 10.0, "b": 20.0})
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        book.leaderboard_row("x", "csfcube", {"map_all": 15.0}, data="real", base_model="b", training="none", seed="1")

@@ -221,13 +221,13 @@ def test_setup_cell_reads_the_repository_from_config_and_is_idempotent(tmp_path,
     assert book.add_setup_cell(path) is True
     assert book.add_setup_cell(path) is False
     cells = nbformat.read(path, as_version=4).cells
-    assert [c.cell_type for c in cells] == ["markdown", "code", "code", "code"]
+    assert [c.cell_type for c in cells] == ["markdown", "code", "code", "code", "code"]
     assert cells[1].metadata["tags"] == [book.SETUP_TAG, "remove-cell"]
-    assert '"https://github.com/someone/fork", "dev"' in cells[1].source
+    assert '"https://github.com/someone/fork", "dev", "chapter"' in cells[1].source
     (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/other/book\n")
     assert book.add_setup_cell(path) is True  # the URL changed in _config.yml: the cell follows
     cells = nbformat.read(path, as_version=4).cells
-    assert len(cells) == 4 and '"https://github.com/other/book", "main"' in cells[1].source
+    assert len(cells) == 5 and '"https://github.com/other/book", "main", "chapter"' in cells[1].source
     (tmp_path / "_config.yml").write_text("title: x\n")
     with pytest.raises(ValueError, match="_config.yml: repository.url is missing"):
         book.setup_cell_source()
@@ -237,40 +237,7 @@ def test_the_book_config_holds_the_one_repository_url():
     assert book.repository()["url"] in book.setup_cell_source()
 
 
-def _run_setup_cell(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
-
-
-def test_setup_cell_outside_colab_installs_nothing_and_names_the_device():
-    harness = ("import subprocess\n"
-               "def refuse(*a, **k): raise SystemExit(f'ran {a}')\n"
-               "subprocess.run = refuse\n"
-               f"exec({book.setup_cell_source()!r})\n")
-    completed = _run_setup_cell(harness)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    assert re.search(r"^device: (CPU \(no GPU found\)|GPU \(.+\))$", completed.stdout, re.M), completed.stdout
-
-
-def test_setup_cell_on_colab_installs_only_when_sdr_is_missing():
-    repository = book.repository()["url"]
-    harness = ("import importlib.util, os, subprocess, sys, types\n"
-               "sys.modules['google.colab'] = types.ModuleType('google.colab')\n"
-               "calls = []\n"
-               "subprocess.run = lambda command, **k: calls.append(command)\n"
-               "os.chdir = lambda path: calls.append(['chdir', path])\n"
-               "real_find_spec = importlib.util.find_spec\n"
-               "importlib.util.find_spec = lambda name, *a: None if name == 'sdr' and MISSING else real_find_spec(name, *a)\n"
-               "for MISSING in (False, True):\n"
-               f"    exec({book.setup_cell_source()!r})\n"
-               "    print('calls', MISSING, calls)\n")
-    completed = _run_setup_cell(harness)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    assert "calls False []" in completed.stdout  # installed already: nothing runs
-    installed = completed.stdout.split("calls True ")[1]
-    assert f"'git', 'clone', '--depth', '1', '--branch', 'main', '{repository}'" in installed
-    assert "'pip', 'install', '--quiet', '-e'" in installed and "--force-reinstall" not in installed
-    assert "torch" not in installed.split("'-e'")[1].split("]")[0]  # never installs torch itself
+# The setup cell's behaviour on and off Colab: tests/test_colab.py.
 
 
 # ------------------------------------------------------------------------------------------ dependency ranges

@@ -491,7 +491,7 @@ def test_read_sentences_jsonl_documents_split_with_pysbd(tmp_path):
     assert sentences[-1].id == "7" and sentences[3].source == "fixture-tables" and sentences[0].source == "sentences"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "text": "fine"}\n{"id": "b"}\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl:2: expected \{'id': str, 'text': str\}"):
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: found \{'id': '\"b\"'\}; expected \{'id': str, 'text': str\}"):
         read_sentences_jsonl(bad, progress=False)
     bad.write_text('{"id": "a", "text": "fine"}\nnot json\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
@@ -595,7 +595,8 @@ def test_cli_build(tmp_path, capsys):
     assert len(NgramDictionary.from_json(tmp_path / "dict.json")) == 47
 
     code = cli(["cfs3", "build", "--phrasebank", str(FIXTURES / "phrases.tsv"), "--sentences",
-                str(FIXTURES / "sentences.jsonl"), "--out", str(out), "--multi-label", "first", "--no-progress"])
+                str(FIXTURES / "sentences.jsonl"), "--out", str(out), "--multi-label", "first", "--no-progress",
+                "--force"])
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["s1", "s2", "s4", "s5", "7"]
 
 
@@ -608,9 +609,9 @@ def test_cli_build_documents_and_errors(tmp_path, capsys):
         ("d1", 0, "02"), ("d1", 2, "79"), ("d2", 1, "48")]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "text": "ok"}\n{"text": "no id"}\n')
-    with pytest.raises(ValueError, match=r"bad.jsonl:2: expected"):
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: found \{'text': '\"no id\"'\}; expected"):
         cli(["cfs3", "build", "--phrasebank", str(FIXTURES / "phrases.tsv"), "--sentences", str(bad),
-             "--out", str(out), "--no-progress"])
+             "--out", str(out), "--no-progress", "--force"])
 
 
 def _write_csabstruct(folder: Path, splits: dict[str, list[tuple[str, str]]]) -> Path:

@@ -77,6 +77,19 @@ def test_book_builds_without_warnings(book_copy: Path) -> None:
         assert "Profile: smoke" in page, f"{chapter}: tables must state their profile"
 
 
+@pytest.mark.book
+def test_launch_buttons_open_notebooks_that_exist(book_copy: Path) -> None:
+    """Every chapter page's Colab and Binder buttons open a file the launch branch holds (issue 25): this commit's
+    tracked files plus the executed chapters the publish workflow adds (`sdr book-publish manifest`)."""
+    from sdr.book import publish
+
+    html = book_copy / "_build" / "html"
+    urls = publish.launch_urls(html)
+    for chapter in CHAPTERS:
+        assert len(urls.get(f"book/chapters/{chapter}.html", [])) == 2, f"{chapter}: a Colab and a Binder button"
+    assert publish.check_launch_urls(html, publish.launch_branch_files()) == []
+
+
 @pytest.mark.notebook
 def test_replica_metrics_separate_untrained_from_trained(book_copy: Path, monkeypatch) -> None:
     """Issue 15: no SciDocs-replica metric may sit at one value (its ceiling, its floor, or anywhere) for the

@@ -83,6 +83,8 @@ def test_lookup_order_sdr_data_then_cache(isolated, monkeypatch):
     assert datasets.resolve(entry, download=False) == cached
     monkeypatch.delenv("SDR_DATA")
     assert datasets.resolve(entry, download=False) == cached
+    assert datasets.data_root() is None  # the cache holds no dataset of the registry
+    monkeypatch.setitem(datasets.DATASETS, "toy", entry)
     assert datasets.data_root() == isolated / "cache"
 
 
@@ -205,9 +207,16 @@ def test_auto_real_data_is_on_with_a_mirror_or_a_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "no-cache"))
     assert book.real_data_enabled("auto") is True and book.shared_data_dir() == tmp_path
     monkeypatch.delenv("SDR_DATA")
-    (tmp_path / "cache").mkdir()
-    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
-    assert book.real_data_enabled("auto") is True and book.shared_data_dir() == tmp_path / "cache"
+    cache = tmp_path / "cache"
+    (cache / "csabstruct").mkdir(parents=True)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(cache))
+    # an empty or partial cache (a failed download) is not data
+    assert book.real_data_enabled("auto") is False and book.shared_data_dir() is None
+    (cache / "csabstruct" / "train.jsonl").write_text("{}\n")
+    assert book.real_data_enabled("auto") is False
+    for split in ("dev", "test"):
+        (cache / "csabstruct" / f"{split}.jsonl").write_text("{}\n")
+    assert book.real_data_enabled("auto") is True and book.shared_data_dir() == cache
 
 
 @pytest.fixture

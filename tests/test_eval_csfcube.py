@@ -167,6 +167,18 @@ def test_ranked_pools_round_trip_through_the_official_format(tmp_path):
     from_memory = csfcube.evaluate(FIXTURE, ranked=ranked)
     assert from_files["test"] == from_memory["test"]
     assert_metrics(from_files["test"]["background"], mean(P1, P2))
+    # a candidate without an embedding is ranked last with distance inf: written as [cand_pid], still readable
+    annotations = csfcube.read_annotations(FIXTURE, "method")
+    vectors = {pid: np.array([float(pid[-2:])]) for q in annotations for pid in annotations[q]}
+    vectors.update({"101": np.array([0.0]), "202": np.array([0.0])})
+    dropped = next(c for q in annotations for c in annotations[q] if c not in ("101", "202"))
+    del vectors[dropped]
+    pools = csfcube.rank_pools_by_embeddings(annotations, vectors, "method")
+    path = csfcube.write_ranked_pools(tmp_path, "partial", "method", pools)
+    assert [dropped] in json.loads(path.read_text(), parse_constant=pytest.fail)[
+        next(q for q in annotations if dropped in annotations[q] and q != dropped)]
+    assert csfcube.read_ranked_pools(tmp_path, "partial", "method", annotations) == {
+        q: [c for c, _ in pairs] for q, pairs in pools.items()}
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -193,7 +205,7 @@ def test_missing_fold_query_and_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="test-pid2pool-csfcube-other-background-ranked.json"):
         csfcube.evaluate(FIXTURE, rankings_dir=tmp_path / "r", name="other")
     (tmp_path / "r" / "test-pid2pool-csfcube-toy-background-ranked.json").write_text("{not json")
-    with pytest.raises(ValueError, match=r"toy-background-ranked.json: not valid JSON \(line 1"):
+    with pytest.raises(ValueError, match=r"toy-background-ranked.json:1: not valid JSON \("):
         csfcube.evaluate(FIXTURE, rankings_dir=tmp_path / "r", name="toy")
 
 

@@ -65,10 +65,10 @@ def test_bad_input_names_file_field_and_query(tmp_path):
     with pytest.raises(ValueError, match="unknown candidate types"):
         mdcr.evaluate(tmp_path, scores={"q1_a": 1.0})
     (tmp_path / "mdcr_test.json").write_text("{not json")
-    with pytest.raises(ValueError, match=r"mdcr_test\.json: not valid JSON"):
+    with pytest.raises(ValueError, match=r"mdcr_test\.json:1: not valid JSON"):
         mdcr.evaluate(tmp_path, scores={})
     (tmp_path / "s.json").write_text(json.dumps({"q1_a": "high"}))
-    with pytest.raises(ValueError, match=r"s\.json: score of 'q1_a' must be a number"):
+    with pytest.raises(ValueError, match=r"s\.json: score of 'q1_a' is \"high\"; expected a finite number"):
         mdcr.read_scores(tmp_path / "s.json")
     with pytest.raises(FileNotFoundError, match=r"mdcr_val\.json: MDCR split not found"):
         mdcr.evaluate(tmp_path, scores={}, split="val")

@@ -54,7 +54,7 @@ def test_bad_input(tmp_path):
     with pytest.raises(ValueError, match=r"chunks.jsonl:2: duplicate chunk id 'x'"):
         paragraphs.read_chunks(path)
     path.write_text('{"id": "x"}\n')
-    with pytest.raises(ValueError, match=r"chunks.jsonl:1: expected keys 'id' and 'paper_id'"):
+    with pytest.raises(ValueError, match=r"chunks.jsonl:1: found keys \['id'\]; expected keys 'id' and 'paper_id'"):
         paragraphs.read_chunks(path)
 
 

@@ -70,7 +70,7 @@ def test_bad_files_name_file_and_line(tmp_path):
     with pytest.raises(ValueError, match=r"labels.jsonl:2: duplicate id 'a'"):
         sentences.read_labels(path)
     path.write_text('{"id": "a"}\n')
-    with pytest.raises(ValueError, match=r"labels.jsonl:1: expected keys 'id' and 'label'"):
+    with pytest.raises(ValueError, match=r"labels.jsonl:1: found keys \['id'\]; expected keys 'id' and 'label'"):
         sentences.read_labels(path)
     rct = tmp_path / "rct.txt"
     rct.write_text("###1\nBACKGROUND no tab here\n")

@@ -58,7 +58,7 @@ def test_classifier_learns_the_fixture_and_round_trips(classifier, tmp_path):
     # unseen topic, same rhetoric
     unseen = [[BACKGROUND[0].format(t="biology"), METHOD[0].format(t="biology"), RESULT[1].format(t="biology")]]
     assert facets.to_facets(classifier.predict(unseen)[0]) == ["background", "method", "result"]
-    path = classifier.save(tmp_path / "model.joblib")
+    path = classifier.save(tmp_path / "model.npz")
     again = facets.SentenceClassifier.load(path)
     np.testing.assert_allclose(np.vstack(again.predict_proba(abstracts)), np.vstack(classifier.predict_proba(abstracts)))
 
@@ -114,7 +114,7 @@ def _write_lines(path, lines):
 
 
 def test_cli_split_writes_facets_and_reports_bad_input(classifier, tmp_path, capsys):
-    model = classifier.save(tmp_path / "model.joblib")
+    model = classifier.save(tmp_path / "model.npz")
     good = {"paper_id": "p1", "title": "T", "abstract": "Many systems for search ignore context. "
                                                          "Our method uses a graph encoder for search."}
     source = _write_lines(tmp_path / "in.jsonl", [json.dumps(good)])
@@ -126,20 +126,27 @@ def test_cli_split_writes_facets_and_reports_bad_input(classifier, tmp_path, cap
     assert record["method"] == "Our method uses a graph encoder for search."
     capsys.readouterr()
 
+    written = out.read_bytes()
     broken = _write_lines(tmp_path / "broken.jsonl", [json.dumps(good), '{"paper_id": "p2", "abstract": "x"'])
-    assert cli.main(["facets", "split", str(broken), "--out", str(out), "--model", str(model)]) == 2
+    assert cli.main(["facets", "split", str(broken), "--out", str(out), "--model", str(model), "--force"]) == 2
     assert f"{broken}:2: not valid JSON" in capsys.readouterr().err
+    assert out.read_bytes() == written  # a failed run leaves the previous output as it was
 
     missing = _write_lines(tmp_path / "missing.jsonl", [json.dumps({"paper_id": "p3", "title": "no abstract"})])
-    assert cli.main(["facets", "split", str(missing), "--out", str(out), "--model", str(model)]) == 2
-    assert f"{missing}:1: expected" in capsys.readouterr().err
+    assert cli.main(["facets", "split", str(missing), "--out", str(out), "--model", str(model), "--force"]) == 2
+    assert f"{missing}:1: found" in capsys.readouterr().err
 
     mixed = _write_lines(tmp_path / "mixed.jsonl", [json.dumps(good), "{oops", json.dumps({"paper_id": "p4"}),
                                                     json.dumps({**good, "paper_id": "p5"})])
-    assert cli.main(["facets", "split", str(mixed), "--out", str(out), "--model", str(model), "--skip-bad"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["written"] == 2 and report["skipped_broken_lines"] == 1 and report["skipped_missing_abstract"] == 1
+    assert cli.main(["facets", "split", str(mixed), "--out", str(out), "--model", str(model), "--skip-bad",
+                     "--force"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["written"] == 2 and report["skipped_not_json"] == 1 and report["skipped_missing_abstract"] == 1
     assert [json.loads(line)["paper_id"] for line in out.read_text().splitlines()] == ["p1", "p5"]
+    # the count and the first lines skipped are printed
+    assert f"{mixed}: skipped 2 bad lines" in captured.err and f"{mixed}:2: not valid JSON" in captured.err
+    assert f"{mixed}:3: found" in captured.err
 
 
 def test_csabstruct_reader_errors_name_file_and_line(tmp_path):

@@ -66,7 +66,7 @@ def test_link_prediction_is_reported_and_beats_chance(community_corpus):
 
 
 def test_weights_are_repeated_edges_and_test_edges_are_never_trained():
-    edges = [("a", "b", 3), ("b", "c", 1), ("c", "a", 0), ("a", "c", 2.4), ("c", "d", 1), ("d", "a", 1)]
+    edges = [("a", "b", 3), ("b", "c", 1), ("c", "a", 0), ("a", "c", 2.0), ("c", "d", 1), ("d", "a", 1)]
     config = graph.GraphEmbeddingConfig(test_fraction=0.0)
     ids, rows, test, report = graph.training_edges(edges, config)
     assert ids == ["a", "b", "c", "d"]
@@ -79,6 +79,15 @@ def test_weights_are_repeated_edges_and_test_edges_are_never_trained():
     _, rows, test, report = graph.training_edges(edges, graph.GraphEmbeddingConfig(test_fraction=0.4))
     trained = {(ids[i], ids[j]) for i, j in rows.tolist()}
     assert len(test) == 2 and not set(test) & trained and report.test_edges == 2
+
+
+def test_fractional_weights_are_an_error_not_rounded():
+    # 0.4 used to round to no edge, leaving both papers with their random initial vectors
+    with pytest.raises(ValueError, match=r"1 edges have a weight that is no whole number of repeats, e.g. a->c: 0.4"):
+        graph.training_edges([("a", "b", 1), ("a", "c", 0.4)], graph.GraphEmbeddingConfig(test_fraction=0.0))
+    # a scale that makes them whole is fine, up to float rounding (0.3 * 10 is 3.0000000000000004)
+    _, rows, _, _ = graph.training_edges([("a", "b", 0.3)], graph.GraphEmbeddingConfig(weight_scale=10))
+    assert len(rows) == 3
 
 
 def test_graph_and_tuples_give_the_same_edges():
@@ -104,9 +113,11 @@ def test_nearest_neighbours_order_on_a_line():
 
 
 @pytest.mark.parametrize("content, expected", [
-    ("a\tb\nc\n", r"edges\.tsv:2: expected 'citing<TAB>cited'"),
-    ("a\tb\t1\nc\td\theavy\n", r"edges\.tsv:2: weight must be a number, got 'heavy'"),
-    ("a\tb\t-2\n", r"edges\.tsv:1: weight must be finite and >= 0"),
+    ("a\tb\nc\n", r"edges\.tsv:2: found 'c'; expected 'citing<TAB>cited'"),
+    ("a\tb\t1\nc\td\theavy\n", r"edges\.tsv:2: weight 'heavy'; expected a whole number of repeats >= 1"),
+    ("a\tb\t-2\n", r"edges\.tsv:1: weight '-2'; expected a whole number of repeats >= 1"),
+    ("a\tb\t0.5\n", r"edges\.tsv:1: weight '0.5'; expected a whole number of repeats >= 1 \(fractional"),
+    ("a\tb\tnan\n", r"edges\.tsv:1: weight 'nan'; expected a whole number"),
     ("# only a comment\n\n", r"edges\.tsv: no edges"),
 ])
 def test_bad_edges_file_names_file_and_line(tmp_path, content, expected):
@@ -121,7 +132,7 @@ def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     path.write_text("a\tb\nlonely\n")
     code = cli.main(["graph", "embed", str(path), "--dim", "4", "--out", str(tmp_path / "out.jsonl")])
     assert code == 2
-    assert f"{path}:2: expected" in capsys.readouterr().err
+    assert f"{path}:2: found 'lonely'; expected" in capsys.readouterr().err
     assert not (tmp_path / "out.jsonl").exists()
 
 

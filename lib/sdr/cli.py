@@ -1,8 +1,8 @@
 """The ``sdr`` command line.
 
 Sub-commands are contributed by the modules that own them, so this file only dispatches:
-``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr chapter …`` (:mod:`sdr.book`),
-``sdr data …`` (:mod:`sdr.datasets`) and ``sdr cfs3 …`` (:mod:`sdr.cfs3`).
+``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr chapter …``
+(:mod:`sdr.book`), ``sdr data …`` (:mod:`sdr.datasets`) and ``sdr cfs3 …`` (:mod:`sdr.cfs3`).
 Each owner exposes ``register(subparsers)``, which adds its parser and sets ``func``.
 """
 
@@ -13,7 +13,7 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "sdr.evaluate.cli", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets", "sdr.dryrun",
+    "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets", "sdr.dryrun",
 )
 
 
@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as error:
-        # Bad input is reported in one line naming what was wrong; tracebacks are for bugs.
+    except (ValueError, OSError, KeyError) as error:
+        # Bad input (and an unusable path: permissions, a full disk) is reported naming what was wrong, with
+        # exit status 2; tracebacks are for bugs.
         print(f"sdr {args.command}: error: {error}", file=sys.stderr)
         return 2
 

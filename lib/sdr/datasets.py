@@ -525,12 +525,14 @@ def cache_dir() -> Path:
 
 
 def data_root() -> Path | None:
-    """``$SDR_DATA`` if set and present, else the cache folder if present, else ``None``."""
+    """``$SDR_DATA`` if set and present, else the cache folder if it holds at least one complete dataset,
+    else ``None``. An empty or partial cache (a failed download) is not data: it must not switch
+    ``use_real_data: auto`` on."""
     configured = os.environ.get("SDR_DATA")
     if configured and Path(configured).is_dir():
         return Path(configured)
     cache = cache_dir()
-    return cache if cache.is_dir() else None
+    return cache if _holds_a_dataset(cache) else None
 
 
 def is_complete(dataset: str | Dataset, folder: str | Path) -> bool:
@@ -594,7 +596,12 @@ def sha256_of(path: str | Path) -> str:
 
 
 def _download(url: str, target: Path, expected_sha256: str | None) -> None:
-    """Download ``url`` to ``target`` atomically, checking the digest when one is known."""
+    """Download ``url`` to ``target`` atomically, checking the digest when one is known.
+
+    The bytes go to a hidden ``.<name>.*.part`` file next to ``target`` that is renamed into place only when
+    complete and checked; any failure (or an interrupt) removes it, and removes the folders this call created,
+    so a failed download leaves nothing that looks like data."""
+    created = _missing_parents(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     os.close(handle)
@@ -610,6 +617,9 @@ def _download(url: str, target: Path, expected_sha256: str | None) -> None:
             if actual != expected_sha256:
                 raise ValueError(f"{url}: sha256 {actual} differs from the registry's {expected_sha256}")
         os.replace(temporary, target)
+    except BaseException:
+        _remove_empty(created)
+        raise
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
@@ -630,6 +640,10 @@ def fetch(name: str | Dataset, force: bool = False, required_only: bool = False,
     Files already present (with a matching digest when one is known) are kept unless ``force``.
     ``required_only`` skips optional files. Raises :class:`DatasetUnavailable` when a needed file has no
     URL or cannot be downloaded, ``ValueError`` when a download's sha256 differs from the registry.
+
+    A dataset that is not in the cache yet is assembled in a hidden staging folder next to it and renamed
+    into place only when complete, and archives are unpacked into a staging folder first, so a failed or
+    interrupted fetch never leaves a folder that :func:`locate` or :func:`data_root` would take for data.
     """
     dataset = get(name)
     folder = cache_dir() / dataset.folder
@@ -640,25 +654,36 @@ def fetch(name: str | Dataset, force: bool = False, required_only: bool = False,
             f"{dataset.name}: no direct download{' for ' + ', '.join(no_url[:3]) if no_url else ''}; "
             f"{dataset.manual or 'see ' + dataset.source}"
         )
-    skipped_optional = []
-    for data_file in tqdm(wanted, desc=f"fetch {dataset.name}", unit="file", disable=not progress):
-        target = folder / data_file.path
-        if target.exists() and not force and (not data_file.sha256 or sha256_of(target) == data_file.sha256):
-            continue
-        try:
-            _download(data_file.url, target, data_file.sha256)
-        except DatasetUnavailable:
-            if data_file.required:
-                raise
-            skipped_optional.append(data_file.path)
-            continue
-        if data_file.archive:
-            _extract(target, folder)
-    if skipped_optional:
-        print(f"{dataset.name}: {len(skipped_optional)} optional files could not be downloaded "
-              f"(e.g. {', '.join(skipped_optional[:3])})", file=sys.stderr)
-    if not is_complete(dataset, folder):
-        raise DatasetUnavailable(f"{dataset.name}: download finished but {folder} lacks expected files")
+    created = _missing_parents(folder / "placeholder")
+    staging = folder if folder.is_dir() else _staging_folder(folder)
+    try:
+        skipped_optional = []
+        for data_file in tqdm(wanted, desc=f"fetch {dataset.name}", unit="file", disable=not progress):
+            target = staging / data_file.path
+            if target.exists() and not force and (not data_file.sha256 or sha256_of(target) == data_file.sha256):
+                continue
+            try:
+                _download(data_file.url, target, data_file.sha256)
+            except DatasetUnavailable:
+                if data_file.required:
+                    raise
+                skipped_optional.append(data_file.path)
+                continue
+            if data_file.archive:
+                _extract_staged(target, staging)
+        if skipped_optional:
+            print(f"{dataset.name}: {len(skipped_optional)} optional files could not be downloaded "
+                  f"(e.g. {', '.join(skipped_optional[:3])})", file=sys.stderr)
+        if not is_complete(dataset, staging):
+            raise DatasetUnavailable(f"{dataset.name}: download finished but {folder} lacks expected files "
+                                     f"({', '.join(_absent_paths(dataset, staging)[:3])})")
+        if staging != folder:
+            os.replace(staging, folder)
+    except BaseException:
+        if staging != folder:
+            shutil.rmtree(staging, ignore_errors=True)
+        _remove_empty(created)
+        raise
     return folder
 
 
@@ -666,12 +691,12 @@ def verify(name: str | Dataset, folder: str | Path | None = None) -> dict[str, s
     """Check a dataset folder file by file: ``{path: "ok" | "mismatch" | "missing" | "absent" | "unchecked"}``.
 
     ``missing`` = a required file is not there; ``absent`` = an optional one is not there;
-    ``unchecked`` = present, but the registry has no digest for it.
+    ``unchecked`` = present, but the registry has no digest for it. Without ``folder``: the located folder,
+    else the first incomplete one that exists (``$SDR_DATA/<folder>``, then the cache), so the report names
+    the files it lacks; :class:`DatasetUnavailable` only when there is no folder at all.
     """
     dataset = get(name)
-    folder = Path(folder) if folder is not None else locate(dataset)
-    if folder is None:
-        raise DatasetUnavailable(_missing_message(dataset, "not located"))
+    folder = Path(folder) if folder is not None else verified_folder(dataset)
     status = {}
     for data_file in dataset.files:
         path = folder / data_file.path
@@ -681,6 +706,9 @@ def verify(name: str | Dataset, folder: str | Path | None = None) -> dict[str, s
             status[data_file.path] = "unchecked"
         else:
             status[data_file.path] = "ok" if sha256_of(path) == data_file.sha256 else "mismatch"
+    for expected in dataset.expected_paths():  # entries without files (manual downloads) list paths only
+        if expected not in status and not (folder / expected).exists():
+            status[expected] = "missing"
     return status
 
 
@@ -718,6 +746,8 @@ def register(subparsers) -> None:
     fetching.add_argument("--for", dest="chapter", choices=sorted(CHAPTER_DATA),
                           help="every dataset the chapter reads at the paper profile")
     fetching.add_argument("--model", help="a Hugging Face model into its cache")
+    fetching.add_argument("--real-profile", action="store_true",
+                          help="every dataset the real profile reads when found (the shared mirror's content)")
     fetching.add_argument("--force", action="store_true", help="download again even if present")
     fetching.set_defaults(func=_cli_fetch)
     status = commands.add_parser("status", help="what a chapter reads at paper: present, missing, unpinned")
@@ -746,9 +776,14 @@ def _cli_fetch(args) -> int:
             raise ValueError("give a dataset NAME, --for CHAPTER or --model NAME")
         print(f"model {fetch_model(args.model)}: in the Hugging Face cache")
         return 0
-    if bool(args.name) == bool(args.chapter):
-        raise ValueError("give a dataset NAME, --for CHAPTER or --model NAME")
-    names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
+    if args.real_profile:
+        if args.name or args.chapter:
+            raise ValueError("give a dataset NAME, --for CHAPTER, --real-profile or --model NAME")
+        names = list(REAL_PROFILE_DATA)
+    elif bool(args.name) == bool(args.chapter):
+        raise ValueError("give a dataset NAME, --for CHAPTER, --real-profile or --model NAME")
+    else:
+        names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
     failed = []
     if args.chapter:
         for model in CHAPTER_MODELS.get(args.chapter, ()):
@@ -789,12 +824,14 @@ def _cli_status(args) -> int:
 
 
 def _cli_verify(args) -> int:
-    status = verify(args.name)
+    folder = verified_folder(get(args.name))
+    status = verify(args.name, folder)
     states = ("ok", "mismatch", "missing", "absent", "unchecked")
     counts = {s: sum(1 for v in status.values() if v == s) for s in states}
+    print(f"{args.name}: {folder}")
     for path, state in status.items():
         if state in ("mismatch", "missing"):
-            print(f"{state:<9} {path}")
+            print(f"{state:<9} {folder / path}")
     print(f"{args.name}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
     return 1 if counts["mismatch"] or counts["missing"] else 0
 
@@ -803,7 +840,7 @@ def _cli_verify(args) -> int:
 #
 # One rule for every chapter's inputs, decided here and nowhere else:
 #
-# ========  ===============================  ===========================================
+# ========  ===============================  ====================================
 # profile   training data                    evaluation data
 # ========  ===============================  ===========================================
 # smoke     replicas                         real when found, else replicas
@@ -1213,6 +1250,15 @@ class ChapterData:
         forbid_replica(what)
         return build()
 
+    def plan(self, runs, device_name: str | None = None) -> list[dict]:
+        """At ``paper``, print the chapter's plan before it trains (:func:`sdr.plan.print_plan`: the inputs with
+        their sizes, each run's examples, steps and estimated GPU time); at other profiles print nothing."""
+        if not self.policy.real_only:
+            return []
+        from sdr.plan import print_plan
+
+        return print_plan(self, runs, device_name)
+
     # ---------------------------------------------------------------- what the page shows
     @property
     def sources(self) -> list[str]:
@@ -1349,3 +1395,78 @@ def chapter_status(chapter: str) -> list[dict]:
         rows.append({"dataset": name, "state": state, "folder": str(folder or ""), "missing": missing,
                      "unpinned": unpinned, "get it": fetch_command(dataset)})
     return rows
+
+# --------------------------------------------------------------------------- helpers of fetch and verify
+
+
+def verified_folder(dataset: Dataset) -> Path:
+    """The folder :func:`verify` checks: the located one, else the first existing (incomplete) candidate."""
+    found = locate(dataset)
+    if found is not None:
+        return found
+    configured = os.environ.get("SDR_DATA")
+    candidates = ([Path(configured) / dataset.folder] if configured else []) + [cache_dir() / dataset.folder]
+    existing = next((c for c in candidates if c.is_dir()), None)
+    if existing is None:
+        raise DatasetUnavailable(_missing_message(dataset, "no folder to verify"))
+    return existing
+
+
+def _absent_paths(dataset: Dataset, folder: Path) -> list[str]:
+    return [p for p in dataset.expected_paths() if not (folder / p).exists()] or ["an empty folder"]
+
+
+def _holds_a_dataset(folder: Path) -> bool:
+    """Whether ``folder`` (a data root) has at least one complete dataset folder of the registry."""
+    return folder.is_dir() and any(is_complete(d, folder / d.folder) for d in DATASETS.values())
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    """The folders above ``path`` that do not exist yet, deepest first (to remove them after a failure)."""
+    missing = []
+    for parent in Path(path).parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the given folders, deepest first, as long as they are empty (never anything else)."""
+    for folder in folders:
+        if not folder.exists():
+            continue
+        try:
+            folder.rmdir()
+        except OSError:  # not empty: someone else's files, and so are its parents
+            break
+
+
+def _staging_folder(folder: Path) -> Path:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".partial"))
+
+
+def _extract_staged(archive: Path, folder: Path) -> None:
+    """Unpack ``archive`` into a staging folder, then move its entries into ``folder``: an interrupted
+    extraction leaves no partial tree in the dataset folder."""
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".unpacking"))
+    try:
+        _extract(archive, staging)
+        _merge_into(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _merge_into(source: Path, destination: Path) -> None:
+    """Move every file of ``source`` to the same place under ``destination`` (files replaced one by one by
+    rename, folders merged, nothing else of ``destination`` removed) — as unpacking in place would."""
+    destination.mkdir(parents=True, exist_ok=True)
+    for entry in source.iterdir():
+        target = destination / entry.name
+        if entry.is_dir() and not entry.is_symlink() and target.is_dir() and not target.is_symlink():
+            _merge_into(entry, target)
+        else:
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(entry, target)

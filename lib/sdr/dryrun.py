@@ -48,7 +48,8 @@ class FixtureCorpus:
         from sdr.synthetic import make_corpus
         from sdr.synthetic.split import split_corpus
 
-        self.corpus = make_corpus(n_papers=n_papers, seed=seed)
+        # some edges without intent: the thesis' miscellaneous aspect exists in the real S2 data
+        self.corpus = make_corpus(n_papers=n_papers, seed=seed, p_no_intent=0.15)
         self.train, self.eval = split_corpus(self.corpus, 0.5, seed=seed)
         self.seed = seed
         self.corpus_ids = {pid: CORPUS_ID_BASE + i for i, pid in enumerate(sorted(self.corpus.papers))}
@@ -327,15 +328,76 @@ def dry_run_overrides(chapter: str) -> dict:
     return {**(spec.get("parameters") or {}), **((spec.get("chapters") or {}).get(chapter) or {})}
 
 
+def execute(notebook: Path, parameters: dict, output: Path, environment: dict, timeout: int = 1800) -> dict:
+    """Execute one notebook with papermill in ``environment`` (added to this process's); returns
+    ``{"ok", "seconds", "error", "ename", "evalue"}`` (the exception's name and message when it failed)."""
+    import papermill
+
+    environment = {**environment, "SDR_INTERACTIVE_PROFILE": ""}  # papermill's parameters, not an interactive profile
+    saved = {k: os.environ.get(k) for k in environment}
+    os.environ.update(environment)
+    clock = time.perf_counter()
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        papermill.execute_notebook(str(notebook), str(output), parameters=parameters, cwd=str(notebook.parents[1]),
+                                   kernel_name="python3", progress_bar=False, log_output=False,
+                                   execution_timeout=timeout)
+        return {"ok": True, "seconds": time.perf_counter() - clock, "error": "", "ename": None, "evalue": ""}
+    except Exception as error:  # noqa: BLE001 - every chapter runs; failures are listed at the end
+        return {"ok": False, "seconds": time.perf_counter() - clock,
+                "error": "".join(traceback.format_exception_only(type(error), error))[-3000:],
+                "ename": getattr(error, "ename", type(error).__name__), "evalue": getattr(error, "evalue", str(error))}
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def check_stop(chapter: str, workdir: Path, limit_s: float = 120.0) -> dict:
+    """``chapter`` at ``paper`` with no data and no network: it must stop before training, within ``limit_s``,
+    with one :class:`~sdr.datasets.PaperDataMissing` naming every dataset it reads and its fetch command."""
+    from sdr import book
+
+    empty = workdir / "no-data"
+    (empty / "mirror").mkdir(parents=True, exist_ok=True)
+    environment = {"SDR_DATA": str(empty / "mirror"), "SDR_DATA_CACHE": str(empty / "cache"),
+                   "SDR_RESULTS": str(empty / "results"), "SDR_OFFLINE": "1", datasets.DRY_RUN_ENV: "",
+                   "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    parameters = book.chapter_parameters(chapter, "paper")
+    result = execute(book.NOTEBOOKS / f"{chapter}.ipynb", parameters, workdir / "stops" / f"{chapter}.ipynb",
+                     environment, timeout=int(limit_s))
+    problems = []
+    if result["ok"] or result["ename"] != "PaperDataMissing":
+        problems.append(f"expected a PaperDataMissing stop, got {'success' if result['ok'] else result['ename']}")
+    if result["seconds"] > limit_s:
+        problems.append(f"stopped after {result['seconds']:.0f} s (limit {limit_s:.0f} s)")
+    for name in datasets.CHAPTER_DATA.get(chapter, ()):
+        if f"- {name}:" not in result["evalue"]:
+            problems.append(f"the message does not name {name}")
+    return {**result, "ok": not problems, "problems": problems}
+
+
 def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: str | Path | None = None,
-        fresh: bool = True) -> dict[str, dict]:
-    """Build the mirror and execute ``chapters`` (default: all) at ``paper`` with the dry-run caps."""
+        fresh: bool = True, stops: bool = True) -> dict[str, dict]:
+    """Build the mirror and execute ``chapters`` (default: all) at ``paper`` with the dry-run caps; first, unless
+    ``stops`` is off, check that each chapter with no data stops before training (:func:`check_stop`)."""
     from sdr import book
 
     workdir = Path(workdir).resolve()
     if fresh and workdir.exists():
         shutil.rmtree(workdir)
     chapters = list(chapters or book.chapter_names())
+    outcome = {}
+    if stops:
+        for chapter in chapters:
+            if not datasets.CHAPTER_DATA.get(chapter):
+                continue
+            result = check_stop(chapter, workdir)
+            outcome[f"{chapter} (no data: stops)"] = result
+            state = "ok" if result["ok"] else "FAILED: " + "; ".join(result["problems"])
+            print(f"[dry run] {chapter} without data: {state} ({result['seconds']:.0f} s)", flush=True)
     mirror = workdir / "mirror"
     started = time.perf_counter()
     made = build_mirror(mirror, [c for c in chapters if c in datasets.CHAPTER_DATA], real_data)
@@ -343,28 +405,13 @@ def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: 
           + ", ".join(f"{k} {v}" for k, v in made.items()), flush=True)
     environment = {"SDR_DATA": str(mirror), "SDR_DATA_CACHE": str(workdir / "cache"),
                    "SDR_RESULTS": str(workdir / "results"), datasets.DRY_RUN_ENV: "1", "SDR_OFFLINE": "1",
-                   "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    saved = {k: os.environ.get(k) for k in environment}
-    os.environ.update(environment)
-    outcome = {}
-    try:
-        for chapter in chapters:
-            clock = time.perf_counter()
-            try:
-                book.run_chapter(chapter, "paper", dry_run_overrides(chapter), output_dir=workdir / "chapters",
-                                 progress=False, force=True)
-                outcome[chapter] = {"ok": True, "seconds": time.perf_counter() - clock}
-            except Exception as error:  # noqa: BLE001 - every chapter runs; failures are listed at the end
-                outcome[chapter] = {"ok": False, "seconds": time.perf_counter() - clock,
-                                    "error": "".join(traceback.format_exception_only(type(error), error))[-3000:]}
-            state = "ok" if outcome[chapter]["ok"] else "FAILED"
-            print(f"[dry run] {chapter}: {state} in {outcome[chapter]['seconds']:.0f} s", flush=True)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+                   "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **book.KERNEL_ENVIRONMENT}
+    for chapter in chapters:
+        parameters = book.chapter_parameters(chapter, "paper", dry_run_overrides(chapter))
+        result = execute(book.NOTEBOOKS / f"{chapter}.ipynb", parameters, workdir / "chapters" / f"{chapter}.ipynb",
+                         environment)
+        outcome[chapter] = result
+        print(f"[dry run] {chapter}: {'ok' if result['ok'] else 'FAILED'} in {result['seconds']:.0f} s", flush=True)
     return outcome
 
 
@@ -383,8 +430,9 @@ def _command(args) -> int:
     outcome = run(args.chapters or None, args.workdir, args.real_data)
     failed = {c: o for c, o in outcome.items() if not o["ok"]}
     total = sum(o["seconds"] for o in outcome.values())
-    print(f"[dry run] {len(outcome) - len(failed)} of {len(outcome)} chapters ran at paper in {total / 60:.1f} min",
-          file=sys.stderr)
+    print(f"[dry run] {len(outcome) - len(failed)} of {len(outcome)} checks passed (chapters without data stop "
+          f"before training; chapters on the fixtures run at paper) in {total / 60:.1f} min", file=sys.stderr)
     for chapter, result in failed.items():
-        print(f"[dry run] {chapter} FAILED:\n{result['error']}", file=sys.stderr)
+        print(f"[dry run] {chapter} FAILED: {'; '.join(result.get('problems', []))}\n{result['error']}",
+              file=sys.stderr)
     return 1 if failed else 0

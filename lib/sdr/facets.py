@@ -28,9 +28,10 @@ minutes on 2 CPU cores; ``sdr facets train`` trains it once and caches it (:func
 An LLM is one :class:`Splitter` away: :class:`PromptSplitter` sends FLeW's prompt (:data:`FLEW_PROMPT`) to
 any ``generate(prompt) -> str`` callable and checks that the answer keeps every sentence verbatim.
 
-CLI: ``sdr facets train [--data-dir CSABSTRUCT] [--out MODEL]`` and
-``sdr facets split ABSTRACTS.jsonl --out SPLIT.jsonl [--model MODEL]`` (input lines
-``{"paper_id", "title", "abstract"}``; output lines add ``background``, ``method``, ``result``).
+CLI: ``sdr facets train [--data-dir CSABSTRUCT] [--out MODEL] [--force]`` and
+``sdr facets split ABSTRACTS.jsonl --out SPLIT.jsonl [--model MODEL] [--skip-bad] [--force]`` (input lines
+``{"paper_id", "title", "abstract"}``; output lines add ``background``, ``method``, ``result``). Models are
+``.npz`` files of arrays and a JSON header (:meth:`SentenceClassifier.save`): loading one never runs code.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import zipfile
+import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -47,12 +50,12 @@ from pathlib import Path
 import joblib
 import numpy as np
 
-from sdr.jsonio import read_jsonl, require_file
+from sdr.jsonio import InputError, SkippedLines, parse_json, read_jsonl, require_file
 
 FACETS = ("background", "method", "result")
 CSABSTRUCT_LABELS = ("background", "objective", "method", "result", "other")
 OBJECTIVE_TARGETS = ("method", "background")
-MODEL_FILE = "csabstruct-stacked-lr.joblib"
+MODEL_FILE = "csabstruct-stacked-lr.npz"
 
 FLEW_PROMPT = """Instruction: Here is the abstract of a scientific paper. Your task is to split the text into three \
 distinct sections based on the content of sentences:
@@ -256,20 +259,138 @@ class SentenceClassifier:
 
     # -- persistence
     def save(self, path: str | Path) -> Path:
+        """Write the model as arrays and a JSON header in one ``.npz`` (numpy's zip of ``.npy`` arrays, no
+        pickle), so loading it can never run code; the write is atomic (a killed write leaves no half model)."""
         path = Path(path)
+        if self._second is None:
+            raise ValueError("SentenceClassifier.save: the model is not trained")
+        vectorizer = self._vectorizer
+        header = {
+            "format": MODEL_FORMAT, "version": MODEL_VERSION,
+            "options": {"C": self.C, "C_stack": self.C_stack, "window": self.window, "folds": self.folds,
+                        "neighbour_weight": self.neighbour_weight, "seed": self.seed},
+            "labels": list(self.labels), "trained_on": self.trained_on,
+            "vectorizer": {"ngram_range": list(vectorizer.ngram_range), "min_df": vectorizer.min_df,
+                           "sublinear_tf": vectorizer.sublinear_tf},
+            "vocabulary": sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.get),
+        }
+        arrays = {
+            "header": np.frombuffer(json.dumps(header, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
+            "idf": np.asarray(vectorizer.idf_, dtype=np.float64),
+        }
+        for stage, model in (("first", self._first), ("second", self._second)):
+            arrays[f"{stage}_coef"] = np.asarray(model.coef_, dtype=np.float64)
+            arrays[f"{stage}_intercept"] = np.asarray(model.intercept_, dtype=np.float64)
+            arrays[f"{stage}_classes"] = np.asarray(model.classes_, dtype=np.int64)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        joblib.dump(self, temporary)
-        temporary.replace(path)  # a killed write leaves no half model behind
+        temporary = path.with_name(f".{path.name}.partial")
+        try:
+            with temporary.open("wb") as handle:  # a handle: numpy adds no ".npz" to the name
+                np.savez_compressed(handle, **arrays)
+            temporary.replace(path)
+        finally:
+            temporary.unlink(missing_ok=True)
         return path
 
     @staticmethod
     def load(path: str | Path) -> "SentenceClassifier":
-        path = require_file(path, "a facet classifier saved by `sdr facets train`")
-        model = joblib.load(path)
-        if not isinstance(model, SentenceClassifier):
-            raise ValueError(f"{path}: expected a SentenceClassifier, got {type(model).__name__}")
-        return model
+        """Load a model written by :meth:`save`, checked before use: a pickle (such as the ``.joblib`` files
+        of earlier versions) is refused without being opened, since unpickling runs code; the header, the
+        array shapes and the values are verified. Raises :class:`~sdr.jsonio.InputError` naming the file."""
+        return _load_classifier(require_file(path, "a facet classifier saved by `sdr facets train` (.npz)"))
+
+
+MODEL_FORMAT = "sdr.facets.SentenceClassifier"
+MODEL_VERSION = 1
+_ZIP_MAGIC = b"PK\x03\x04"
+_ARRAYS = ("header", "idf", "first_coef", "first_intercept", "first_classes", "second_coef", "second_intercept",
+           "second_classes")
+
+
+def _load_classifier(path: Path) -> SentenceClassifier:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    expected = "a facet classifier written by `sdr facets train` (.npz)"
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if magic != _ZIP_MAGIC:
+        kind = "a pickle (like the .joblib models of earlier versions)" if magic[:1] == b"\x80" else \
+            f"not a .npz (it starts with {magic!r})"
+        raise InputError(f"{path}: {kind}; expected {expected}. Pickles are never loaded, since loading one can "
+                         f"run code: train the model again with `sdr facets train`")
+    try:
+        with np.load(path, allow_pickle=False) as bundle:
+            absent = [name for name in _ARRAYS if name not in bundle.files]
+            if absent:
+                raise InputError(f"{path}: the arrays {absent} are missing; expected {expected}")
+            arrays = {name: bundle[name] for name in _ARRAYS}
+    except InputError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:  # object arrays: refused
+        raise InputError(f"{path}: unreadable ({str(error)[:120]}); expected {expected}") from None
+    try:
+        header = parse_json(arrays["header"].tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise InputError(f"{path}: the header is not UTF-8 JSON; expected {expected}") from None
+    if not isinstance(header, dict) or header.get("format") != MODEL_FORMAT:
+        raise InputError(f"{path}: the header names no {MODEL_FORMAT}; expected {expected}")
+    if header.get("version") != MODEL_VERSION:
+        raise InputError(f"{path}: format version {header.get('version')!r}; expected {MODEL_VERSION} (train the "
+                         f"model again with `sdr facets train`)")
+    try:
+        labels = tuple(header["labels"])
+        vocabulary = header["vocabulary"]
+        options = dict(header["options"])
+        settings = header["vectorizer"]
+        trained_on = dict(header.get("trained_on") or {})
+        classifier = SentenceClassifier(**options, labels=labels, trained_on=trained_on)
+        vectorizer = TfidfVectorizer(ngram_range=tuple(settings["ngram_range"]), min_df=settings["min_df"],
+                                     sublinear_tf=bool(settings["sublinear_tf"]), vocabulary=vocabulary)
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"{path}: the header lacks or mistypes {error}; expected {expected}") from None
+    _verify_arrays(path, arrays, labels, vocabulary, classifier.window)
+    vectorizer.idf_ = arrays["idf"]
+    classifier._vectorizer = vectorizer
+    stages = []
+    for stage, C in (("first", classifier.C), ("second", classifier.C_stack)):
+        model = LogisticRegression(C=C)
+        model.coef_ = arrays[f"{stage}_coef"]
+        model.intercept_ = arrays[f"{stage}_intercept"]
+        model.classes_ = arrays[f"{stage}_classes"]
+        model.n_features_in_ = model.coef_.shape[1]
+        stages.append(model)
+    classifier._first, classifier._second = stages
+    return classifier
+
+
+def _verify_arrays(path: Path, arrays: dict, labels: tuple, vocabulary, window: int) -> None:
+    """Shapes, dtypes and values a trained :class:`SentenceClassifier` has; anything else is refused."""
+    def fail(what: str):
+        raise InputError(f"{path}: {what}; expected a facet classifier written by `sdr facets train` (.npz)")
+
+    if not all(isinstance(label, str) for label in labels) or len(set(labels)) != len(labels) or len(labels) < 2:
+        fail(f"labels {list(labels)[:6]}")
+    if not isinstance(vocabulary, list) or not all(isinstance(term, str) for term in vocabulary) \
+            or len(set(vocabulary)) != len(vocabulary) or not vocabulary:
+        fail("the vocabulary is not a list of distinct strings")
+    if not isinstance(window, int) or not 0 <= window <= 50:
+        fail(f"window {window!r}")
+    widths = {"first": 3 * len(vocabulary) + 13, "second": (2 * window + 1) * len(labels) + 13}
+    for name, array in arrays.items():
+        if name != "header" and (array.dtype.kind not in "fi" or not np.all(np.isfinite(array))):
+            fail(f"array {name!r} is {array.dtype} with non-finite or non-numeric values")
+    if arrays["idf"].shape != (len(vocabulary),):
+        fail(f"idf has shape {arrays['idf'].shape} for {len(vocabulary)} terms")
+    for stage, width in widths.items():
+        classes = arrays[f"{stage}_classes"]
+        rows = 1 if len(classes) == 2 else len(classes)
+        if classes.ndim != 1 or len(classes) < 2 or len(set(classes.tolist())) != len(classes) \
+                or classes.min() < 0 or classes.max() >= len(labels):
+            fail(f"{stage}_classes {classes.tolist()[:8]} for {len(labels)} labels")
+        if arrays[f"{stage}_coef"].shape != (rows, width) or arrays[f"{stage}_intercept"].shape != (rows,):
+            fail(f"{stage} stage arrays of shapes {arrays[f'{stage}_coef'].shape}, "
+                 f"{arrays[f'{stage}_intercept'].shape}; expected ({rows}, {width}), ({rows},)")
 
 
 # ------------------------------------------------------------------------------------ CSAbstruct
@@ -467,47 +588,74 @@ class PromptSplitter(Splitter):
 
 
 # ------------------------------------------------------------------------------------ JSONL files
-def split_file(path: str | Path, out: str | Path, splitter: Splitter, skip_bad: bool = False,
-               batch_size: int = 256) -> dict:
-    """``{"paper_id", "title", "abstract"}`` lines → the same lines plus ``background``, ``method``,
-    ``result``. A broken JSON line or a record without ``paper_id`` and a string ``abstract`` raises
-    ``ValueError`` naming file and line; with ``skip_bad`` it is skipped and counted in the report."""
-    path, out = require_file(path, 'abstracts JSONL {"paper_id", "title", "abstract"}'), Path(out)
-    report = Counter()
-    skipped: list[str] = []
+ABSTRACTS_EXPECTED = "abstracts JSONL {'paper_id': str, 'title': str, 'abstract': str}"
+
+
+def read_abstracts(path: str | Path, skipped: SkippedLines | None = None) -> list[dict]:
+    """The records of an abstracts JSONL file ``{"paper_id", "title", "abstract"}`` (other fields kept).
+
+    Strict: ``paper_id`` is a non-empty string (an integer is read as its digits; ``null`` is an error),
+    ``abstract`` a string, ``title`` a string when present, each ``paper_id`` once, no NaN or infinite
+    numbers anywhere. A bad line raises :class:`~sdr.jsonio.InputError` naming file and line, or, with
+    ``skipped`` (``--skip-bad``), is handed to it and left out.
+    """
+    path = require_file(path, ABSTRACTS_EXPECTED)
     records: list[dict] = []
+    first_line: dict[str, int] = {}
 
     def bad(reason: str, message: str) -> None:
-        if not skip_bad:
-            raise ValueError(message)
-        report[reason] += 1
-        skipped.append(message)
+        if skipped is None:
+            raise InputError(message)
+        skipped(reason, message)
 
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                bad("skipped_broken_lines", f"{path}:{line_number}: not valid JSON ({error.msg}, column "
-                                            f"{error.colno}); expected {{'paper_id', 'title', 'abstract'}}")
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get("abstract"), str) \
-                    or "paper_id" not in record:
-                keys = sorted(record) if isinstance(record, dict) else type(record).__name__
-                bad("skipped_missing_abstract", f"{path}:{line_number}: expected {{'paper_id', 'title', "
-                                                f"'abstract': str}}, got {keys}")
-                continue
-            records.append(record)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as handle:
+    for line_number, record in read_jsonl(path, ABSTRACTS_EXPECTED, allow_empty=True, finite=True,
+                                          on_error=skipped):
+        where = f"{path}:{line_number}"
+        paper_id, title = record.get("paper_id"), record.get("title")
+        if isinstance(paper_id, int) and not isinstance(paper_id, bool):
+            paper_id = str(paper_id)
+        if not isinstance(paper_id, str) or not paper_id.strip() or not isinstance(record.get("abstract"), str) \
+                or not (title is None or isinstance(title, str)):
+            found = {key: type(record[key]).__name__ if record[key] is not None else "null"
+                     for key in ("paper_id", "title", "abstract") if key in record}
+            bad("missing_abstract" if not isinstance(record.get("abstract"), str) else "bad_fields",
+                f"{where}: found {found or sorted(record)}; expected {{'paper_id': str, 'title': str, "
+                f"'abstract': str}}")
+            continue
+        if paper_id in first_line:
+            bad("duplicate_id", f"{where}: paper_id {paper_id!r} again (first on line {first_line[paper_id]}); "
+                                f"expected each paper once")
+            continue
+        first_line[paper_id] = line_number
+        records.append({**record, "paper_id": paper_id})
+    return records
+
+
+def split_file(path: str | Path, out: str | Path, splitter: Splitter, skip_bad: bool = False,
+               batch_size: int = 256) -> dict:
+    """``{"paper_id", "title", "abstract"}`` lines (:func:`read_abstracts`) → the same lines plus
+    ``background``, ``method``, ``result``, written to ``out`` atomically (never over ``path``).
+
+    A bad line raises :class:`~sdr.jsonio.InputError` naming file and line; with ``skip_bad`` it is skipped,
+    counted in the report (``skipped_<reason>``, ``skipped_examples``: the first messages) and summarised on
+    stderr."""
+    from sdr.outputs import Outputs
+
+    outputs = Outputs(inputs={"ABSTRACTS": path}, outputs={"--out": out}, force=True).check()
+    skipped = SkippedLines() if skip_bad else None
+    records = read_abstracts(path, skipped)
+    with outputs.commit() as staged, staged["--out"].open("w", encoding="utf-8") as handle:
         for start in range(0, len(records), batch_size):
             chunk = records[start:start + batch_size]
             for record, facets in zip(chunk, splitter.split_many([r["abstract"] for r in chunk])):
                 handle.write(json.dumps({**record, **facets}, ensure_ascii=False) + "\n")
+    report = {f"skipped_{reason}": n for reason, n in sorted((skipped.counts if skipped else {}).items())}
     report["written"] = len(records)
-    return {**dict(report), "skipped_examples": skipped[:5]}
+    if skipped is not None:
+        report["skipped_examples"] = skipped.examples
+        if skipped.total:
+            print(f"sdr facets split: {path}: {skipped.summary()}", file=sys.stderr)
+    return report
 
 
 # ------------------------------------------------------------------------------------ CLI
@@ -517,6 +665,7 @@ def register(subparsers) -> None:
     train = commands.add_parser("train", help="train the sentence classifier on CSAbstruct and cache it")
     train.add_argument("--data-dir", default=None, help="CSAbstruct folder with train.jsonl (default: located)")
     train.add_argument("--out", default=None, help=f"model file (default: {default_model_path()})")
+    train.add_argument("--force", action="store_true", help="replace the model file if it exists")
     train.set_defaults(func=_cli_train)
     split = commands.add_parser("split", help='split {"paper_id","title","abstract"} JSONL into facets')
     split.add_argument("abstracts", help="input JSONL")
@@ -524,22 +673,33 @@ def register(subparsers) -> None:
     split.add_argument("--model", default=None, help="classifier file (default: the cached one, trained if absent)")
     split.add_argument("--objective-to", default="method", choices=OBJECTIVE_TARGETS,
                        help="facet of CSAbstruct 'objective' sentences (default: method = FLeW's 'contribution')")
-    split.add_argument("--skip-bad", action="store_true", help="skip and count bad lines instead of stopping")
+    split.add_argument("--skip-bad", action="store_true",
+                       help="skip bad lines instead of stopping; their count and the first ones are printed")
+    split.add_argument("--force", action="store_true", help="replace --out if it exists")
     split.set_defaults(func=_cli_split)
 
 
 def _cli_train(args) -> int:
     from sdr import datasets
+    from sdr.outputs import Outputs
 
     data_dir = args.data_dir or datasets.locate("csabstruct")
     if data_dir is None:
         raise FileNotFoundError("CSAbstruct not found: pass --data-dir, set SDR_DATA or `sdr data fetch csabstruct`")
-    model, path = train_classifier(data_dir, args.out)
+    out = Path(args.out) if args.out else default_model_path()
+    require_file(Path(data_dir) / "train.jsonl", "CSAbstruct train.jsonl")
+    # checked before the minutes of training: not inside the data folder, not over a model without --force
+    Outputs(inputs={"--data-dir": data_dir}, outputs={"--out": out}, force=args.force).check()
+    model, path = train_classifier(data_dir, out)
     print(json.dumps({"model": str(path), **model.trained_on}))
     return 0
 
 
 def _cli_split(args) -> int:
+    from sdr.outputs import Outputs
+
+    Outputs(inputs={"ABSTRACTS": args.abstracts, "--model": args.model or default_model_path()},
+            outputs={"--out": args.out}, force=args.force).check()
     classifier = SentenceClassifier.load(args.model) if args.model else load_or_train()
     report = split_file(args.abstracts, args.out, ClassifierSplitter(classifier, args.objective_to),
                         skip_bad=args.skip_bad)

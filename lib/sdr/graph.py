@@ -19,10 +19,12 @@ API (stable; other chapters import it):
   ``undirected=True`` adds every training edge in both directions (SciNCL A.7.1).
 * :func:`embed` — embed a :class:`~sdr.corpus.CitationGraph` or an iterable of ``(citing, cited)`` /
   ``(citing, cited, weight)`` edges; returns a :class:`GraphEmbedding`. A weight is a repetition count,
-  as FLeW weights its facet subgraphs: an edge of weight ``w`` is written ``round(w * weight_scale)``
-  times (an edge that rounds to 0 copies is left out and counted in ``report``). Held-out edges are
-  chosen among distinct edges before repetition, so no copy of a test edge is trained on.
-* :func:`read_edges_tsv` — ``citing<TAB>cited[<TAB>weight]`` per line; errors name file and line.
+  as FLeW weights its facet subgraphs: an edge of weight ``w`` is written ``w * weight_scale`` times,
+  which must be a whole number (a fractional one is an error, not rounded; an edge of weight 0 is left out
+  and counted in ``report``). Held-out edges are chosen among distinct edges before repetition, so no copy
+  of a test edge is trained on.
+* :func:`read_edges_tsv` — ``citing<TAB>cited[<TAB>weight]`` per line, weights whole numbers >= 1; errors
+  name file and line.
 * :func:`nearest_neighbours` — FAISS flat (exhaustive) search, the metric matching the comparator
   (:data:`COMPARATOR_METRIC`: ``dot`` → inner product, ``cos`` → cosine), self excluded.
 * ``sdr graph embed EDGES.tsv --dim D [--epochs E] [--comparator dot|cos] [--undirected] --out F.jsonl``
@@ -54,6 +56,7 @@ import numpy as np
 import torch
 
 from sdr.corpus import CitationGraph
+from sdr.jsonio import InputError, iter_lines
 
 __all__ = [
     "GraphEmbeddingConfig",
@@ -156,7 +159,7 @@ class EmbeddingReport:
     train_edges: int = 0  # after repetition by weight and, if undirected, both directions
     test_edges: int = 0
     self_loops: int = 0
-    zero_weight_edges: int = 0  # left out: round(weight * weight_scale) == 0
+    zero_weight_edges: int = 0  # left out: weight * weight_scale == 0
     merged_duplicates: int = 0  # the same (citing, cited) listed twice: weights summed
     seconds: float = 0.0
 
@@ -164,7 +167,7 @@ class EmbeddingReport:
         text = (f"{self.nodes} nodes, {self.distinct_edges} distinct edges -> {self.train_edges} training "
                 f"edges (with repeats), {self.test_edges} held out; {self.seconds:.1f} s")
         if self.zero_weight_edges:
-            text += f"; {self.zero_weight_edges} edges left out (weight rounds to 0 copies)"
+            text += f"; {self.zero_weight_edges} edges left out (weight 0)"
         if self.merged_duplicates:
             text += f"; {self.merged_duplicates} duplicate lines merged (weights summed)"
         return text
@@ -203,35 +206,37 @@ class GraphEmbedding:
 
 
 def read_edges_tsv(path: str | Path) -> list[tuple[str, str, float]]:
-    """Read ``citing<TAB>cited[<TAB>weight]`` lines (blank lines and ``#`` comments skipped).
+    """Read ``citing<TAB>cited[<TAB>weight]`` lines (UTF-8, ``.gz`` too; blank lines and ``#`` comments skipped).
 
-    Raises ``ValueError`` naming the file and line for a line without two ids, a weight that is not a
-    finite non-negative number, or a file without edges.
+    A weight is a repetition count (see :func:`embed`), so it must be a whole number >= 1 (``3``, ``3.0`` and
+    ``3e0`` are read as 3): a fractional weight is an error, not rounded, since rounding 0.4 to no edge would
+    leave both papers with their random initial vectors. Raises :class:`~sdr.jsonio.InputError` naming the file
+    and line for a line without two ids, such a weight, or a file without edges.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such edges file")
+    what = "'citing<TAB>cited' or 'citing<TAB>cited<TAB>weight' lines"
     edges = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
-            text = line.rstrip("\n").rstrip("\r")
-            if not text.strip() or text.lstrip().startswith("#"):
-                continue
-            parts = text.split("\t")
-            if len(parts) not in (2, 3) or not parts[0].strip() or not parts[1].strip():
-                raise ValueError(f"{path}:{line_number}: expected 'citing<TAB>cited' or "
-                                 f"'citing<TAB>cited<TAB>weight', got {text[:80]!r}")
-            weight = 1.0
-            if len(parts) == 3:
-                try:
-                    weight = float(parts[2])
-                except ValueError:
-                    raise ValueError(f"{path}:{line_number}: weight must be a number, got {parts[2][:40]!r}") from None
-                if not math.isfinite(weight) or weight < 0:
-                    raise ValueError(f"{path}:{line_number}: weight must be finite and >= 0, got {parts[2]!r}")
-            edges.append((parts[0].strip(), parts[1].strip(), weight))
+    for line_number, line in iter_lines(path, what):
+        text = line.rstrip("\n").rstrip("\r")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        parts = text.split("\t")
+        if len(parts) not in (2, 3) or not parts[0].strip() or not parts[1].strip():
+            raise InputError(f"{path}:{line_number}: found {text[:80]!r}; expected {what}")
+        weight = 1.0
+        if len(parts) == 3:
+            try:
+                weight = float(parts[2])
+            except ValueError:
+                raise InputError(f"{path}:{line_number}: weight {parts[2][:40]!r}; expected a whole number of "
+                                 f"repeats >= 1") from None
+            if not math.isfinite(weight) or weight < 1 or weight != int(weight):
+                raise InputError(f"{path}:{line_number}: weight {parts[2].strip()[:40]!r}; expected a whole number "
+                                 f"of repeats >= 1 (fractional weights are not rounded: remove the line to leave "
+                                 f"the edge out)")
+        edges.append((parts[0].strip(), parts[1].strip(), weight))
     if not edges:
-        raise ValueError(f"{path}: no edges (expected 'citing<TAB>cited[<TAB>weight]' lines)")
+        raise InputError(f"{path}: no edges; expected {what}")
     return edges
 
 
@@ -417,12 +422,19 @@ def training_edges(
         report.self_loops += int(citing == cited)
     if not weights:
         raise ValueError("graph.training_edges: the graph has no edges")
-    repeats = {edge: int(round(w * config.weight_scale)) for edge, w in weights.items()}
+    repeats = {edge: w * config.weight_scale for edge, w in weights.items()}
+    # a whole number up to float rounding (3 * 0.1 * 10 is 3.0000000000000004)
+    fractional = [(edge, weights[edge]) for edge, r in repeats.items() if abs(r - round(r)) > 1e-9 * max(1.0, r)]
+    if fractional:
+        (citing, cited), weight = fractional[0]
+        raise ValueError(f"graph.training_edges: {len(fractional)} edges have a weight that is no whole number of "
+                         f"repeats, e.g. {citing}->{cited}: {weight} * weight_scale {config.weight_scale}; expected "
+                         f"whole numbers (fractional weights are not rounded)")
+    repeats = {edge: int(round(r)) for edge, r in repeats.items()}
     report.zero_weight_edges = sum(1 for r in repeats.values() if r == 0)
     repeats = {edge: r for edge, r in repeats.items() if r > 0}
     if not repeats:
-        raise ValueError(f"graph.training_edges: all {len(weights)} edges have weight 0 after "
-                         f"round(weight * {config.weight_scale})")
+        raise ValueError(f"graph.training_edges: all {len(weights)} edges have weight 0")
     ids = sorted({pid for edge in weights for pid in edge} | {str(n) for n in (nodes or ())})
     position = {pid: i for i, pid in enumerate(ids)}
     distinct = sorted(repeats)
@@ -545,7 +557,7 @@ def nearest_neighbours(
 
 
 def register(subparsers) -> None:
-    """``sdr graph embed EDGES.tsv --dim D [--epochs E] [--comparator dot|cos] [--undirected] --out F``."""
+    """``sdr graph embed EDGES.tsv --dim D [--epochs E] [--comparator dot|cos] [--undirected] --out F [--force]``."""
     parser = subparsers.add_parser("graph", help="citation-graph embeddings with PyTorch-BigGraph")
     commands = parser.add_subparsers(dest="graph_command", required=True)
     embedding = commands.add_parser(
@@ -563,7 +575,8 @@ def register(subparsers) -> None:
     embedding.add_argument("--test-fraction", type=float, default=defaults.test_fraction,
                            help="edges held out for link prediction (0.01)")
     embedding.add_argument("--seed", type=int, default=defaults.seed)
-    embedding.add_argument("--out", required=True, help="embeddings JSONL to write")
+    embedding.add_argument("--out", required=True, help="embeddings JSONL to write (never one of the inputs)")
+    embedding.add_argument("--force", action="store_true", help="replace --out if it exists")
     embedding.add_argument("--json", action="store_true", help="print the report and link prediction as JSON")
     embedding.set_defaults(func=_cli_embed)
 
@@ -571,12 +584,17 @@ def register(subparsers) -> None:
 def _cli_embed(args) -> int:
     import json
 
+    from sdr.outputs import Outputs
+
+    outputs = Outputs(inputs={"EDGES": args.edges}, outputs={"--out": args.out}, force=args.force).check()
     edges = read_edges_tsv(args.edges)
     config = GraphEmbeddingConfig(dimension=args.dim, epochs=args.epochs, comparator=args.comparator,
                                   undirected=args.undirected, learning_rate=args.lr, margin=args.margin,
                                   test_fraction=args.test_fraction, seed=args.seed)
     result = embed(edges, config)
-    path = result.save_jsonl(args.out)
+    with outputs.commit() as staged:
+        result.save_jsonl(staged["--out"])
+    path = Path(args.out)
     if args.json:
         print(json.dumps({"out": str(path), "report": asdict(result.report),
                           "link_prediction": result.link_prediction}, indent=2))

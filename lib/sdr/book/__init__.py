@@ -10,7 +10,8 @@ module          holds
 ``sources``     the real-data root a chapter reads, the caption under its tables, the environment line
 ``results``     the results store (``save_results``/``load_results``), paper tables, paper-vs-ours tables,
                 SciDocs rows
-``leaderboard`` the leaderboard row convention, its benchmarks, and the Summary's leaderboard tables
+``leaderboard`` the leaderboard row convention, its benchmarks, the Summary's leaderboard tables, and the rows
+                of models scored by ``sdr evaluate all`` (``results/external/``)
 ``status``      the reproduction-status map of the intro page
 ``render``      cleaned executed pages (progress bars, the profile box), styled tables, heatmaps
 ``setup_cell``  the Colab setup cell and the book's repository (``_config.yml``)
@@ -27,9 +28,10 @@ import sys
 import types
 
 from sdr.book import paths
-from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, LEADERBOARD_DATA, base_model_label,
-                                  csabstruct_metrics, csfcube_metrics, leaderboard_row, leaderboard_rows,
-                                  leaderboard_table, trained_here)
+from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, EXTERNAL, LEADERBOARD_DATA, base_model_label,
+                                  csabstruct_metrics, csabstruct_per_query, csfcube_metrics, csfcube_per_query,
+                                  headline_display, headline_table, leaderboard_row, leaderboard_rows,
+                                  leaderboard_table, seed_summary, store_external_rows, trained_here)
 from sdr.book.paths import results_dir
 from sdr.book.profiles import chapter_names, chapter_parameters, load_profiles, notebook_parameters, parse_value
 from sdr.book.render import (PROFILE_BOX_CLASS, PROFILE_BOX_TAG, clean_outputs, column_decimals, finish_notebook,
@@ -38,7 +40,8 @@ from sdr.book.results import (SCIDOCS_COLUMNS, from_jsonable, jsonable, load_res
                               read_paper_table, save_results, scidocs_row, stored_record)
 from sdr.book.runs import (KERNEL_ENVIRONMENT, READS_RESULTS, chapter_fingerprint, register, run_chapter, run_dir,
                            stored_fingerprint, write_executed)
-from sdr.book.setup_cell import CONFIG_FILE, SETUP_TAG, add_setup_cell, repository, setup_cell_source
+from sdr.book.setup_cell import (CONFIG_FILE, PROFILE_TAG, SETUP_TAG, add_setup_cell, device_line, interactive_parameters,
+                                 profile_cell_source, repository, set_repository, setup_cell_source)
 from sdr.book.sources import caption, environment_line, real_data_enabled, real_data_file, shared_data_dir
 from sdr.book.status import STATUS_PAGE, reproduction_status, status_markdown, write_status_page
 

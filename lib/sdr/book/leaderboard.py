@@ -8,13 +8,13 @@ and :func:`leaderboard_table` is one benchmark's table for the Summary.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from sdr.book import paths
-from sdr.book.results import SCIDOCS_COLUMNS
+from sdr.book.results import SCIDOCS_COLUMNS, save_results, stored_record
 
 
 CSFCUBE_FACETS = ("background", "method", "result", "all")
@@ -44,7 +44,9 @@ def trained_here(training: str) -> bool:
 
 
 def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *, data: str, base_model: str,
-                    training: str, paper_model: str | None = None) -> dict:
+                    training: str, paper_model: str | None = None, input_tokens: int | None = None,
+                    seed: int | None = None, per_query: Mapping[str, float] | None = None,
+                    query_groups: Sequence[Sequence[str]] | None = None, reference: str | None = None) -> dict:
     """One row of the leaderboard convention; chapters store a list of them as ``extra["leaderboard"]``.
 
     Args:
@@ -61,6 +63,16 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
             systems trained elsewhere ("external: SPECTER release"). The Summary checks that every row the book
             trained on a benchmark shares one ``base_model``.
         paper_model: the ``model`` of this method in the benchmark's paper table, for the status map.
+        input_tokens: the tokens per text the encoder read (its ``max_length``), when the row records it
+            (``sdr evaluate all`` does); the row holds the key only when it is given.
+        seed: the training seed of this row; a method stored with several seeds is shown as mean ± σ.
+        per_query: the headline metric per query, in the benchmark's units (:func:`csfcube_per_query`,
+            :func:`csabstruct_per_query`); their (grouped) mean must be the headline value. Needed for the
+            paired interval of a difference.
+        query_groups: the query keys whose means are averaged (CSFCube: its two test folds); default one group.
+        reference: the method this row is compared with (its untrained encoder, same pooling and input length,
+            stored by the same chapter with ``per_query``): the Summary shows the difference and its paired
+            bootstrap 95 % interval over queries.
 
     Example::
 
@@ -91,8 +103,51 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
     for name, text in (("method", method), ("base_model", base_model), ("training", training)):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"leaderboard row: {name} must be a non-empty string, got {text!r}")
-    return {"method": method, "benchmark": benchmark, "data": data, "base_model": base_model,
-            "training": training, "paper_model": paper_model, "metrics": values}
+    row = {"method": method, "benchmark": benchmark, "data": data, "base_model": base_model,
+           "training": training, "paper_model": paper_model, "metrics": values}
+    if input_tokens is not None:
+        if isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens < 1:
+            raise ValueError(f"leaderboard row {method!r} ({benchmark}): input_tokens must be a positive integer, "
+                             f"got {input_tokens!r}")
+        row["input_tokens"] = input_tokens
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"leaderboard row {method!r} ({benchmark}): seed must be an integer, got {seed!r}")
+        row["seed"] = seed
+    if per_query is not None:
+        from sdr.stats import grouped_mean
+
+        scores = {str(k): float(v) for k, v in per_query.items()}
+        groups = [list(map(str, g)) for g in (query_groups or [list(scores)])]
+        if any(k not in scores for g in groups for k in g) or not all(0.0 <= v <= spec["scale"] for v in scores.values()):
+            raise ValueError(f"leaderboard row {method!r} ({benchmark}): per_query must hold a value in [0, "
+                             f"{spec['scale']}] for every key of query_groups")
+        if abs(grouped_mean(scores, groups) - values[spec["headline"]]) > 1e-6 * spec["scale"]:
+            raise ValueError(f"leaderboard row {method!r} ({benchmark}): the per-query values average to "
+                             f"{grouped_mean(scores, groups)}, not the headline {values[spec['headline']]}")
+        row["per_query"], row["query_groups"] = scores, groups
+    if reference is not None:
+        row["reference"] = str(reference)
+    return row
+
+
+def csfcube_per_query(result: Mapping, data_dir, facet: str = "all") -> tuple[dict, list[list[str]]]:
+    """Per-query MAP × 100 of the test folds and the two folds as groups, from ``csfcube.evaluate(...,
+    return_per_query=True)``: their grouped mean is :func:`csfcube_metrics`' ``map_all``."""
+    from sdr.evaluate import csfcube
+
+    if "per_query" not in result:
+        raise ValueError("csfcube_per_query: evaluate with return_per_query=True")
+    splits = csfcube.read_splits(data_dir)[facet]
+    groups = [list(splits["fold1_test"]), list(splits["fold2_test"])]
+    return {k: 100.0 * result["per_query"][k]["map"] for g in groups for k in g}, groups
+
+
+def csabstruct_per_query(embeddings, labels) -> dict:
+    """Per-sentence AP@R (fractions): their mean is :func:`csabstruct_metrics`' ``map@r``."""
+    from sdr.evaluate.sentences import per_query_map_at_r
+
+    return {str(k): v for k, v in per_query_map_at_r(embeddings, labels).items()}
 
 
 def base_model_label(model_name: str, model_layers: int = 0) -> str:
@@ -133,7 +188,9 @@ def leaderboard_rows(profile: str | None = "real", data: str | None = "real",
             try:
                 row = leaderboard_row(row["method"], row["benchmark"], row["metrics"], data=row["data"],
                                       base_model=row["base_model"], training=row["training"],
-                                      paper_model=row.get("paper_model"))
+                                      paper_model=row.get("paper_model"), input_tokens=row.get("input_tokens"),
+                                      seed=row.get("seed"), per_query=row.get("per_query"),
+                                      query_groups=row.get("query_groups"), reference=row.get("reference"))
             except (KeyError, TypeError, ValueError) as error:
                 raise ValueError(f"{record['path']}: extra.leaderboard[{index}] is not a leaderboard row "
                                  f"(see sdr.book.leaderboard_row): {error}") from None
@@ -145,12 +202,133 @@ def leaderboard_rows(profile: str | None = "real", data: str | None = "real",
 
 
 def leaderboard_table(benchmark: str, profile: str = "real", results: Path | None = None) -> pd.DataFrame:
-    """The Summary's leaderboard of one benchmark: real-data rows at ``profile``, best headline first."""
+    """The Summary's detailed leaderboard of one benchmark: real-data rows at ``profile`` (a method's seeds averaged),
+    every metric, best headline first."""
+    spec = BENCHMARKS[benchmark]
+    summary = seed_summary(benchmark, profile, results)
+    columns = [*spec["metrics"], "seeds", "input tokens", "base model", "training budget", "chapter"]
+    if summary.empty:
+        return pd.DataFrame(columns=columns)
+    metrics = [m for m in spec["metrics"] if m in summary.columns]
+    table = summary.set_index("method").rename(columns={"base_model": "base model", "training": "training budget",
+                                                       "input_tokens": "input tokens"})
+    table = table[[*metrics, "seeds", "input tokens", "base model", "training budget", "chapter"]]
+    return table.sort_values(spec["headline"], ascending=False)
+
+
+# ------------------------------------------------------------------------------------------ seeds and intervals
+def seed_summary(benchmark: str, profile: str = "real", results: Path | None = None) -> pd.DataFrame:
+    """One line per method of a benchmark's real-data rows at ``profile``: every metric averaged over the method's
+    seeds, the headline's σ and seed count, and the per-query headline averaged over seeds (for intervals)."""
     spec = BENCHMARKS[benchmark]
     rows = leaderboard_rows(profile, "real", results)
     rows = rows[rows["benchmark"] == benchmark] if len(rows) else rows
-    metrics = [m for m in spec["metrics"] if m in rows.columns]
-    table = rows.set_index("method")[[*metrics, "base_model", "training", "chapter"]] if len(rows) else \
-        pd.DataFrame(columns=[*spec["metrics"], "base_model", "training", "chapter"])
-    table = table.rename(columns={"base_model": "base model", "training": "training budget"})
-    return table.sort_values(spec["headline"], ascending=False) if len(table) else table
+    lines = []
+    for method, group in (rows.groupby("method", sort=False) if len(rows) else []):
+        metrics = [m for m in spec["metrics"] if m in group.columns and group[m].notna().any()]
+        from sdr.stats import mean_sd
+
+        mean, sd, seeds = mean_sd(group[spec["headline"]].astype(float))
+        per_query = None
+        if "per_query" in group and group["per_query"].notna().all():
+            keys = list(group["per_query"].iloc[0])
+            per_query = {k: float(sum(p[k] for p in group["per_query"]) / len(group)) for k in keys}
+        first = group.iloc[0]
+        lines.append({"method": method, **{m: float(group[m].astype(float).mean()) for m in metrics},
+                      "sd": sd, "seeds": seeds, "input_tokens": first.get("input_tokens"),
+                      "training": first["training"], "base_model": first["base_model"], "chapter": first["chapter"],
+                      "reference": first.get("reference") if isinstance(first.get("reference"), str) else None,
+                      "per_query": per_query,
+                      "query_groups": first.get("query_groups") if per_query is not None else None})
+    return pd.DataFrame(lines)
+
+
+def headline_table(benchmark: str, profile: str = "real", results: Path | None = None, samples: int = 2000,
+                   seed: int = 0) -> pd.DataFrame:
+    """The Summary's headline table of a benchmark: per system the headline mean ± σ over seeds and, for a row
+    with a ``reference`` (its untrained encoder), the difference with a paired bootstrap 95 % interval over
+    queries (:func:`sdr.stats.paired_bootstrap`); best first."""
+    from sdr.stats import paired_bootstrap
+
+    spec = BENCHMARKS[benchmark]
+    summary = seed_summary(benchmark, profile, results)
+    if summary.empty:
+        return pd.DataFrame(columns=["method", "mean", "sd", "seeds", "difference", "low", "high", "excludes_zero",
+                                     "reference", "input_tokens", "training", "chapter"])
+    by_method = summary.set_index("method")
+    lines = []
+    for _, line in summary.iterrows():
+        entry = {"method": line["method"], "mean": line[spec["headline"]], "sd": line["sd"], "seeds": line["seeds"],
+                 "difference": None, "low": None, "high": None, "excludes_zero": None,
+                 "reference": line["reference"], "input_tokens": line["input_tokens"], "training": line["training"],
+                 "chapter": line["chapter"]}
+        reference = line["reference"] if isinstance(line["reference"], str) else None
+        if reference:
+            if reference not in by_method.index or by_method.loc[reference, "per_query"] is None or line["per_query"] is None:
+                raise ValueError(f"{benchmark}: {line['method']!r} is compared with {reference!r}, which has no stored "
+                                 f"per-query scores at {profile} (store the reference row with per_query)")
+            interval = paired_bootstrap(line["per_query"], by_method.loc[reference, "per_query"],
+                                        line["query_groups"], samples=samples, seed=seed)
+            entry.update(difference=interval["difference"], low=interval["low"], high=interval["high"],
+                         excludes_zero=interval["excludes_zero"])
+        lines.append(entry)
+    return pd.DataFrame(lines).sort_values("mean", ascending=False).reset_index(drop=True)
+
+
+def headline_display(table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
+    """:func:`headline_table` as the page shows it: four short columns that fit the page."""
+    spec = BENCHMARKS[benchmark]
+    decimals = spec["decimals"]
+
+    def score(line) -> str:
+        spread = f" ± {line['sd']:.{decimals}f}" if line["seeds"] > 1 else ""
+        return f"{line['mean']:.{decimals}f}{spread}" + (f" ({line['seeds']} seeds)" if line["seeds"] > 1 else "")
+
+    def delta(line) -> str:
+        if not isinstance(line["difference"], float) or line["difference"] != line["difference"]:
+            return "—"
+        return f"{line['difference']:+.{decimals}f} [{line['low']:+.{decimals}f}, {line['high']:+.{decimals}f}]"
+
+    def budget(text: str) -> str:
+        return text if len(text) <= 32 else text[:31] + "…"
+
+    return pd.DataFrame({"system": table["method"], spec["headline"]: table.apply(score, axis=1),
+                         "Δ vs untrained [95 % CI]": table.apply(delta, axis=1),
+                         "training": table["training"].map(budget)})
+
+
+# ------------------------------------------------------------------------------------------ models scored outside
+EXTERNAL = "external"
+"""The results-store "chapter" of models scored by ``sdr evaluate all`` (``results/external/<profile>.json``);
+the Summary's leaderboards show its rows beside the chapters' own."""
+
+
+def store_external_rows(rows: list[dict], profile: str, sources: list[str], details: Mapping) -> Path:
+    """Add one model's :func:`leaderboard_row` rows to ``results/external/<profile>.json``.
+
+    A row replaces the stored row of the same method and benchmark; other models' rows stay. A method name
+    that a chapter already uses on that benchmark at ``profile`` is refused, so each leaderboard keeps one row
+    per method. ``details`` (the model, input length, data folders, every evaluator's output) is kept under
+    ``extra["runs"][method]``; ``sources`` join the record's sources.
+    """
+    if not rows:
+        raise ValueError("store_external_rows: no rows to store")
+    methods = {row["method"] for row in rows}
+    if len(methods) != 1:
+        raise ValueError(f"store_external_rows: the rows of one call name one method, got {sorted(methods)}")
+    method = methods.pop()
+    taken = leaderboard_rows(profile, data=None)
+    if len(taken):
+        clash = taken[(taken["chapter"] != EXTERNAL) & (taken["method"] == method)
+                      & taken["benchmark"].isin([row["benchmark"] for row in rows])]
+        if len(clash):
+            raise ValueError(f"method name {method!r} is already a row of chapter {clash['chapter'].iloc[0]!r} on "
+                             f"{clash['benchmark'].iloc[0]} at profile {profile!r}; choose another with --name")
+    stored = stored_record(EXTERNAL, profile) or {}
+    extra = dict(stored.get("extra") or {})
+    new = {(row["method"], row["benchmark"]) for row in rows}
+    kept = [row for row in extra.get("leaderboard") or [] if (row["method"], row["benchmark"]) not in new]
+    extra["leaderboard"] = kept + list(rows)
+    extra["runs"] = {**(extra.get("runs") or {}), method: dict(details)}
+    return save_results(EXTERNAL, profile, {}, list(dict.fromkeys([*(stored.get("sources") or []), *sources])),
+                        extra=extra)

@@ -51,6 +51,7 @@ def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None 
               f"data), not re-executed; --force re-executes it", file=sys.stderr, flush=True)
     else:
         os.environ.update(KERNEL_ENVIRONMENT)  # the kernel inherits it
+        os.environ.pop("SDR_INTERACTIVE_PROFILE", None)  # papermill's parameters, not an interactive profile
         executing = output.with_name(f".{chapter}.executing.ipynb")  # a failed run keeps the previous page
         try:
             papermill.execute_notebook(str(notebook), str(executing), parameters=parameters, cwd=str(paths.ROOT),
@@ -84,6 +85,10 @@ def register(subparsers) -> None:
                        help="notebooks to update (default: every notebooks/*.ipynb)")
     setup.set_defaults(func=setup_cells_command)
 
+    from sdr.book import publish
+
+    publish.register(subparsers)
+
 
 def _chapter_command(args) -> int:
     if bool(args.all) == bool(args.name):
@@ -92,9 +97,20 @@ def _chapter_command(args) -> int:
     overrides = {key: parse_value(value) for key, value in args.parameter}
     for name in names:
         print(f"[sdr chapter] {name} at profile {args.profile}", file=sys.stderr, flush=True)
-        output = run_chapter(name, args.profile, overrides, args.output_dir, force=args.force)
+        try:
+            output = run_chapter(name, args.profile, overrides, args.output_dir, force=args.force)
+        except Exception as error:
+            if getattr(error, "ename", None) in DATA_STOPS:
+                # the chapter stopped on purpose before training: its message is the whole story, no traceback
+                print(f"[sdr chapter] {name} stopped: {error.ename}:\n{error.evalue}", file=sys.stderr, flush=True)
+                return 3
+            raise
         print(f"[sdr chapter] {output}", file=sys.stderr, flush=True)
     return 0
+
+
+DATA_STOPS = ("PaperDataMissing", "ReplicaForbidden")
+"""Exceptions a chapter raises on purpose (sdr.datasets): ``sdr chapter`` prints their message alone, exit status 3."""
 
 
 def write_executed(notebook, path: Path, chapter: str, parameters: Mapping, results: Path | None = None,

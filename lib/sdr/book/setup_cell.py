@@ -1,25 +1,36 @@
-"""The Colab setup cell at the top of every chapter (``sdr book-setup-cells``) and the book's repository.
+"""The two cells every chapter gets from ``sdr book-setup-cells``, and the book's repository (``_config.yml``).
 
-On Colab the cell installs ``sdr`` from the repository named in ``_config.yml`` when it is missing; elsewhere it
-only names the device.
+* The **setup cell** (first code cell): on Colab it clones the book's repository at the published branch (the
+  code at the commit the page was built from, with the executed chapters), installs it without touching Colab's
+  torch, keeps results and data on Google Drive for ``paper`` runs, fetches the chapter's data
+  (:func:`sdr.colab.setup`); elsewhere it only names the device.
+* The **profile cell** (right after the ``parameters`` cell): in an interactive session whose setup cell chose a
+  profile (``SDR_INTERACTIVE_PROFILE``), it applies that profile's parameters from ``profiles.yml``, the way
+  ``sdr chapter`` injects them; under papermill it does nothing.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import yaml
 
 from sdr.book import paths
 
-
 SETUP_TAG = "sdr-setup"
+PROFILE_TAG = "sdr-profile"
 CONFIG_FILE = "_config.yml"
+PLACEHOLDER_URL = "https://github.com/sdr-book/sdr-book"
+"""The address in the repository's own _config.yml; the publish workflow replaces it with the repository it runs in."""
+INTERACTIVE_PROFILE = "SDR_INTERACTIVE_PROFILE"
 
 
 def repository() -> dict:
     """The book's repository (``_config.yml`` ``repository``: url, branch), read by the launch buttons and the
-    setup cell alike, so a fork changes it in one place."""
+    setup cell alike, so a fork changes it in one place (the publish workflow sets it from ``GITHUB_REPOSITORY``).
+    ``branch`` is the *published* branch the launch buttons open: the code plus the executed chapters."""
     path = paths.ROOT / CONFIG_FILE
     config = yaml.safe_load(path.read_text())
     spec = (config or {}).get("repository") or {}
@@ -28,52 +39,117 @@ def repository() -> dict:
     return {"url": str(spec["url"]).rstrip("/"), "branch": str(spec.get("branch") or "main")}
 
 
-def setup_cell_source() -> str:
-    """The first code cell of every chapter: on Colab, install ``sdr`` when missing; say which device."""
+def set_repository(url: str, config: Path | None = None) -> Path:
+    """Write ``url`` as ``repository.url`` of ``_config.yml`` (the line itself: comments and layout stay)."""
+    config = Path(config or paths.ROOT / CONFIG_FILE)
+    if not re.fullmatch(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", url.rstrip("/")):
+        raise ValueError(f"{url!r}: expected https://github.com/OWNER/REPOSITORY")
+    text = config.read_text()
+    updated, count = re.subn(r"(?m)^(repository:\n(?:[ \t]+.*\n)*?[ \t]+url:[ \t]*).*$", rf"\g<1>{url.rstrip('/')}", text)
+    if count != 1:
+        raise ValueError(f"{config}: no `url:` line under `repository:` to set")
+    config.write_text(updated)
+    return config
+
+
+def setup_cell_source(chapter: str = "") -> str:
+    """The first code cell of a chapter (see the module docstring)."""
     repo = repository()
-    return f'''# Setup (Colab): install this book's package when it is missing; elsewhere this only names the device.
-# Colab's own CUDA torch is kept: the package's dependencies are ranges (exact pins: requirements.lock).
-import importlib.util, os, subprocess, sys
-BOOK_REPOSITORY, BOOK_BRANCH = "{repo['url']}", "{repo['branch']}"
-if ("google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ) and importlib.util.find_spec("sdr") is None:
+    return f'''# Setup. On Colab: install this book at the commit this page was built from (Colab's torch is kept), keep the
+# results, checkpoints and downloaded data on Google Drive (paper runs), fetch the chapter's data. Elsewhere it
+# only names the device. PROFILE is the profile a Colab run uses (smoke, real or paper; profiles.yml).
+import os, subprocess, sys
+BOOK_REPOSITORY, BOOK_BRANCH, CHAPTER = "{repo['url']}", "{repo['branch']}", "{chapter}"
+PROFILE = "paper"
+KEEP_ON_DRIVE = None  # None: on Google Drive for the paper profile only; True or False to choose
+if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
     checkout = "/content/" + BOOK_REPOSITORY.rsplit("/", 1)[-1]
     if not os.path.isdir(checkout):
         subprocess.run(["git", "clone", "--depth", "1", "--branch", BOOK_BRANCH, BOOK_REPOSITORY, checkout], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", checkout], check=True)
     sys.path.insert(0, os.path.join(checkout, "lib"))
     os.chdir(checkout)
-import torch
-print("device:", f"GPU ({{torch.cuda.get_device_name(0)}})" if torch.cuda.is_available() else "CPU (no GPU found)")
+    from sdr import colab
+    colab.setup(CHAPTER, PROFILE, checkout, keep_on_drive=KEEP_ON_DRIVE)
+from sdr.book import device_line
+print(device_line())
 '''
 
 
-def add_setup_cell(notebook_path: Path) -> bool:
-    """Insert the setup cell (:func:`setup_cell_source`) before a notebook's first code cell, or refresh it.
+def profile_cell_source(chapter: str) -> str:
+    """The cell after the ``parameters`` cell (see the module docstring)."""
+    return f'''# In an interactive session (Colab, Jupyter) whose setup cell chose a profile, its parameters from profiles.yml,
+# as `sdr chapter` injects them; under papermill (make book, sdr chapter, CI) this changes nothing.
+from sdr import book
+globals().update(book.interactive_parameters("{chapter}"))
+'''
 
-    The cell is tagged ``sdr-setup`` (found again on the next call) and ``remove-cell`` (the HTML page shows
-    the profile box instead; the notebook that Colab opens keeps it). Returns whether the file changed.
-    """
+
+def interactive_parameters(chapter: str) -> dict:
+    """The parameters of the profile named by ``SDR_INTERACTIVE_PROFILE`` (set by the Colab setup), or ``{}``."""
+    from sdr.book.profiles import chapter_parameters
+
+    profile = os.environ.get(INTERACTIVE_PROFILE)
+    if not profile:
+        return {}
+    parameters = chapter_parameters(chapter, profile)
+    print(f"profile {profile}: " + ", ".join(f"{k} = {v!r}" for k, v in parameters.items() if k != "profile"))
+    return parameters
+
+
+def device_line() -> str:
+    """The device this chapter runs on and, on a GPU, the attention and precision path the trainer takes there."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "device: CPU (no GPU found)"
+    line = f"device: GPU ({torch.cuda.get_device_name(0)})"
+    try:
+        from sdr.train import device_plan
+    except ImportError:
+        return line
+    return f"{line}; {device_plan(torch.device('cuda')).description}"
+
+
+def _tagged(notebook, tag):
+    return [c for c in notebook.cells if tag in c.metadata.get("tags", [])]
+
+
+def add_setup_cell(notebook_path: Path) -> bool:
+    """Insert (or refresh) the setup cell before a notebook's first code cell and the profile cell after its
+    ``parameters`` cell. Both are tagged ``remove-cell`` (the HTML page shows the profile box instead; the
+    notebook that Colab opens keeps them). Returns whether the file changed."""
     import nbformat
 
     notebook_path = Path(notebook_path)
+    chapter = notebook_path.stem
     notebook = nbformat.read(notebook_path, as_version=4)
-    source = setup_cell_source()
-    existing = [c for c in notebook.cells if SETUP_TAG in c.metadata.get("tags", [])]
-    if existing:
-        if existing[0].source == source:
-            return False
-        existing[0].source = source
-    else:
+    changed = False
+    for tag, source, place in ((SETUP_TAG, setup_cell_source(chapter), "first-code"),
+                               (PROFILE_TAG, profile_cell_source(chapter), "after-parameters")):
+        existing = _tagged(notebook, tag)
+        if existing:
+            if existing[0].source != source:
+                existing[0].source = source
+                changed = True
+            continue
+        if place == "after-parameters":
+            index = next((i + 1 for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])),
+                         None)
+            if index is None:
+                continue  # no parameters cell: nothing to apply
+        else:
+            index = next((i for i, c in enumerate(notebook.cells) if c.cell_type == "code"), len(notebook.cells))
         cell = nbformat.v4.new_code_cell(source)
-        cell.metadata["tags"] = [SETUP_TAG, "remove-cell"]
-        first_code = next((i for i, c in enumerate(notebook.cells) if c.cell_type == "code"), len(notebook.cells))
-        notebook.cells.insert(first_code, cell)
-    nbformat.write(notebook, notebook_path)
-    return True
+        cell.metadata["tags"] = [tag, "remove-cell"]
+        notebook.cells.insert(index, cell)
+        changed = True
+    if changed:
+        nbformat.write(notebook, notebook_path)
+    return changed
 
 
 def setup_cells_command(args) -> int:
-    """``sdr book-setup-cells [NOTEBOOK …]``: add or refresh the setup cell (default: every chapter notebook)."""
+    """``sdr book-setup-cells [NOTEBOOK …]``: add or refresh the setup and profile cells (default: every chapter)."""
     notebooks = args.notebooks or sorted(paths.NOTEBOOKS.glob("*.ipynb"))
     for notebook in notebooks:
         changed = add_setup_cell(notebook)

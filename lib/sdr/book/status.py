@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from sdr.book import paths
-from sdr.book.leaderboard import BENCHMARKS, leaderboard_rows
+from sdr.book.leaderboard import BENCHMARKS, EXTERNAL, leaderboard_rows
 from sdr.book.render import markdown_text
 from sdr.book.results import read_paper_table
 
@@ -40,9 +40,11 @@ def reproduction_status(results: Path | None = None) -> pd.DataFrame:
     A cell prefers a real-data run here (profile ``real``, then any other non-``paper`` profile), then a
     replica run ("replica only": the real benchmark is evaluated at the ``paper`` profile, not run here),
     then a stored ``paper``-profile run. The paper's number comes from ``data/paper_tables`` through the
-    row's ``paper_model``.
+    row's ``paper_model``. Rows of models scored by ``sdr evaluate all`` (:data:`EXTERNAL`) are left out.
     """
     rows = leaderboard_rows(profile=None, data=None, results=results)
+    if len(rows):
+        rows = rows[rows["chapter"] != EXTERNAL]  # models scored by `sdr evaluate all` reproduce no paper
     if rows.empty:
         return pd.DataFrame()
 

@@ -1,9 +1,10 @@
 """``sdr cfs3 build``: the CFS3 construction from the command line.
 
 ``sdr cfs3 build --phrasebank DIR --sentences FILE.jsonl --out FILE.jsonl [--n 5] [--ppdb FILE]
-[--parser MODEL] [--documents]``: input lines ``{"id","text"}`` (sentences, or documents split
+[--parser MODEL] [--documents] [--force]``: input lines ``{"id","text"}`` (sentences, or documents split
 with pysbd under ``--documents``); one output line per labelled sentence with the ``id`` of its
-input line; a summary on stderr.
+input line; a summary on stderr. No output may be an input (or lie in the Phrasebank folder), and an
+existing output is replaced only with ``--force``.
 """
 
 from __future__ import annotations
@@ -38,46 +39,68 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stats", type=Path, default=None, help="write counts and per-label statistics as JSON")
     parser.add_argument("--ngram-dict", type=Path, default=None, help="write the n-gram dictionary as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--force", action="store_true", help="replace output files that exist")
+
+
+def build_outputs(args: argparse.Namespace):
+    """The command's inputs and outputs (:class:`sdr.outputs.Outputs`), checked before any work: no output
+    over an input or over another output, none replaced without ``--force``, each one writable."""
+    from sdr.outputs import Outputs
+
+    outputs = {"--out": args.out}
+    if args.split:
+        stem = args.out.with_suffix("")
+        outputs["--split (train)"] = Path(f"{stem}_train.jsonl")
+        outputs["--split (valid)"] = Path(f"{stem}_valid.jsonl")
+    outputs["--ngram-dict"] = args.ngram_dict
+    outputs["--stats"] = args.stats
+    inputs = {"--phrasebank": args.phrasebank, "--sentences": args.sentences, "--ppdb": args.ppdb}
+    return Outputs(inputs=inputs, outputs=outputs, force=args.force).check()
 
 
 def run_build(args: argparse.Namespace) -> int:
-    """Run ``sdr cfs3 build``; the summary goes to stderr."""
+    """Run ``sdr cfs3 build``; the summary goes to stderr. Outputs are checked before the work and written
+    together at the end (temporary files renamed into place), so a failure leaves none of them half-written."""
     from sdr.cfs3.build import build_cfs3, summary_lines
     from sdr.cfs3.dataset import label_table, stratified_split, write_labelled
     from sdr.cfs3.phrases import load_phrases
     from sdr.cfs3.sentences import read_sentences_jsonl
+    from sdr.jsonio import finite_or_null
 
     progress = not args.no_progress
     if args.n < 1:
         raise ValueError(f"--n {args.n}: expected a positive n-gram length")
+    outputs = build_outputs(args)
     options = {"table_cells": args.table_cells} if args.phrasebank.is_dir() else {}
     phrases = load_phrases(args.phrasebank, **options)
     sentences, sentence_report = read_sentences_jsonl(args.sentences, documents=args.documents, progress=progress)
     build = build_cfs3(phrases, sentences, n=args.n, ppdb=args.ppdb, ppdb_per_phrase=args.ppdb_per_phrase,
                        parser=args.parser, multi_label=args.multi_label, seed=args.seed, progress=progress)
-    write_labelled(args.out, build.records)
     lines = [f"input: {sentence_report.get('lines', 0):,} lines → {len(sentences):,} sentences "
              f"({sentence_report.get('empty_texts_skipped', 0)} empty texts skipped)"]
     lines += summary_lines(build)
-    lines.append(f"wrote {len(build.records):,} labelled sentences to {args.out}")
     train = valid = None
-    if args.split:
-        train, valid, _ = stratified_split(build.records, seed=args.seed)
-        stem = args.out.with_suffix("")
-        write_labelled(f"{stem}_train.jsonl", train)
-        write_labelled(f"{stem}_valid.jsonl", valid)
-        lines.append(f"split 4:1: {len(train):,} train → {stem}_train.jsonl, {len(valid):,} valid → {stem}_valid.jsonl")
-    if args.ngram_dict is not None:
-        build.dictionary.to_json(args.ngram_dict)
-        lines.append(f"wrote the n-gram dictionary to {args.ngram_dict}")
-    if args.stats is not None:
-        table = label_table(build.records, build.label_names, train, valid, dict(build.dictionary.per_label()))
-        payload = {"counts": build.counts(), "match": build.stats.as_dict(), "phrases": _jsonable(build.phrases.report),
-                   "ngrams": build.dictionary.report, "input": sentence_report, "ppdb": build.ppdb_report,
-                   "labels": table.to_dict(orient="records")}
-        args.stats.parent.mkdir(parents=True, exist_ok=True)
-        args.stats.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-        lines.append(f"wrote statistics to {args.stats}")
+    with outputs.commit() as staged:
+        write_labelled(staged["--out"], build.records)
+        lines.append(f"wrote {len(build.records):,} labelled sentences to {args.out}")
+        if args.split:
+            train, valid, _ = stratified_split(build.records, seed=args.seed)
+            write_labelled(staged["--split (train)"], train)
+            write_labelled(staged["--split (valid)"], valid)
+            lines.append(f"split 4:1: {len(train):,} train → {outputs.outputs['--split (train)']}, {len(valid):,} "
+                         f"valid → {outputs.outputs['--split (valid)']}")
+        if args.ngram_dict is not None:
+            build.dictionary.to_json(staged["--ngram-dict"])
+            lines.append(f"wrote the n-gram dictionary to {args.ngram_dict}")
+        if args.stats is not None:
+            table = label_table(build.records, build.label_names, train, valid, dict(build.dictionary.per_label()))
+            payload = {"counts": build.counts(), "match": build.stats.as_dict(),
+                       "phrases": _jsonable(build.phrases.report), "ngrams": build.dictionary.report,
+                       "input": sentence_report, "ppdb": build.ppdb_report, "labels": table.to_dict(orient="records")}
+            payload, undefined = finite_or_null(payload)  # strict JSON: an undefined value is null
+            staged["--stats"].write_text(json.dumps(payload, indent=1, allow_nan=False), encoding="utf-8")
+            lines.append(f"wrote statistics to {args.stats}"
+                         + (f" ({len(undefined)} undefined values written as null)" if undefined else ""))
     print("\n".join(f"cfs3: {line}" for line in lines), file=sys.stderr)
     return 0
 

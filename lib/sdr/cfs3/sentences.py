@@ -16,6 +16,7 @@ Each reader returns :class:`Sentence` objects and a report of what it read and s
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from sdr.jsonio import read_jsonl, require_file
+from sdr.jsonio import InputError, read_jsonl, require_file
 
 
 @dataclass
@@ -66,22 +67,32 @@ def read_sentences_jsonl(
 ) -> tuple[list[Sentence], dict]:
     """Read ``{"id", "text"}`` lines (the CLI contract); with ``documents`` split each text with pysbd.
 
-    An optional ``source`` field is kept (default: the file's stem). Sentences of a document keep
-    the document id and get ``meta["sentence_index"]``. Lines without an ``id``/``text`` string
-    raise ``ValueError`` naming the file and line; empty texts are counted, not kept.
+    An optional ``source`` field (a string) is kept (default: the file's stem). Sentences of a document keep
+    the document id and get ``meta["sentence_index"]``. Strict: ``id`` is a non-empty string (an integer is
+    read as its digits; ``null`` and booleans are errors), ``text`` a string, each ``id`` once, no NaN or
+    infinite numbers; anything else raises :class:`~sdr.jsonio.InputError` naming the file and line. Empty
+    texts are counted, not kept.
     """
     path = require_file(path, "sentence file ({'id', 'text'} JSONL)")
     splitter = splitter or (SentenceSplitter() if documents else None)
     sentences: list[Sentence] = []
     report = Counter()
-    for line_number, record in tqdm(_json_lines(path), desc=f"reading {path.name}", disable=not progress):
-        identifier, text = record.get("id"), record.get("text")
+    first_line: dict[str, int] = {}
+    records = read_jsonl(path, "{'id': str, 'text': str} JSONL", allow_empty=True, finite=True)
+    for line_number, record in tqdm(records, desc=f"reading {path.name}", disable=not progress):
+        identifier, text, source = record.get("id"), record.get("text"), record.get("source")
         if isinstance(identifier, int) and not isinstance(identifier, bool):
             identifier = str(identifier)
-        if not isinstance(identifier, str) or not isinstance(text, str):
-            raise ValueError(f"{path}:{line_number}: expected {{'id': str, 'text': str}}, got keys "
-                             f"{sorted(record)} with id={identifier!r}")
-        source = str(record.get("source") or path.stem)
+        if not isinstance(identifier, str) or not identifier.strip() or not isinstance(text, str) \
+                or not (source is None or isinstance(source, str)):
+            found = {key: json.dumps(record[key])[:40] for key in ("id", "text", "source") if key in record}
+            raise InputError(f"{path}:{line_number}: found {found or sorted(record)}; expected {{'id': str, "
+                             f"'text': str}} (and an optional 'source': str)")
+        if identifier in first_line:
+            raise InputError(f"{path}:{line_number}: id {identifier!r} again (first on line "
+                             f"{first_line[identifier]}); expected each id once")
+        first_line[identifier] = line_number
+        source = source or path.stem
         report["lines"] += 1
         if not text.strip():
             report["empty_texts_skipped"] += 1

@@ -24,13 +24,14 @@ import json
 import re
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from sdr.jsonio import load_json, read_jsonl
+from sdr.jsonio import InputError, is_number, load_json, read_jsonl
 from sdr.corpus import Paper
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 from sdr.evaluate.ranking import (
@@ -109,26 +110,43 @@ def read_ranked_pools(
 ) -> dict[str, list[str]]:
     """Read an official ``-ranked.json`` run: ``{query_pid: [cand_pid, ...]}`` in ranked order.
 
-    Like the official reader, only the first element of each ``[cand_pid, score]`` pair is used and a
-    candidate must be in the judged pool (the official script would stop with a ``KeyError``).
+    Like the official reader, the order of each ``[cand_pid, score]`` pair list is the ranking. Stricter than it,
+    so that no score changes silently: each entry is ``[cand_pid]`` or ``[cand_pid, score]`` with a string (or
+    integer) id and a finite number, a candidate must be in the judged pool (the official script would stop
+    with a ``KeyError``) and may appear once per query (a repeat would count its relevance twice).
     """
     path = ranked_path(rankings_dir, name, facet)
-    raw = _load_json(path)
+    what = "a CSFCube ranking {query_pid: [[cand_pid, score], ...]}"
+    raw = load_json(path, what, finite=True)
     if not isinstance(raw, dict):
-        raise ValueError(f"{path}: expected an object {{query_pid: [[cand_pid, score], ...]}}")
+        raise InputError(f"{path}: found a JSON {type(raw).__name__}; expected {what}")
     pools: dict[str, list[str]] = {}
     for query, ranked in raw.items():
         if query not in annotations:
-            raise ValueError(f"{path}: query {query} has no judgements in {gold_path('.', facet).name}")
-        cands = []
+            raise InputError(f"{path}: query {query} has no judgements in {gold_path('.', facet).name}; expected "
+                             f"the queries of the {facet} facet")
+        if not isinstance(ranked, list):
+            raise InputError(f"{path}: query {query}: found a JSON {type(ranked).__name__}; expected a list of "
+                             f"[cand_pid, score]")
+        cands: list[str] = []
+        seen: dict[str, int] = {}
         for position, entry in enumerate(ranked, start=1):
-            if not isinstance(entry, (list, tuple)) or not entry:
-                raise ValueError(f"{path}: query {query}, rank {position}: expected [cand_pid, score]")
-            cand = str(entry[0])
+            where = f"{path}: query {query}, rank {position}"
+            if not isinstance(entry, list) or not 1 <= len(entry) <= 2:
+                raise InputError(f"{where}: found {json.dumps(entry)[:60]}; expected [cand_pid, score]")
+            cand = entry[0]
+            if isinstance(cand, bool) or not isinstance(cand, (str, int)) or not str(cand).strip():
+                raise InputError(f"{where}: candidate id {json.dumps(cand)[:40]}; expected a paper id string")
+            if len(entry) == 2 and not is_number(entry[1]):
+                raise InputError(f"{where}: score {json.dumps(entry[1])[:40]}; expected a finite number")
+            cand = str(cand)
             if cand not in annotations[query]:
-                raise ValueError(
-                    f"{path}: query {query}, rank {position}: candidate {cand} is not in the judged pool"
-                )
+                raise InputError(f"{where}: candidate {cand} is not in the judged pool; expected one of the "
+                                 f"query's {len(annotations[query])} judged candidates")
+            if cand in seen:
+                raise InputError(f"{where}: candidate {cand} again (first at rank {seen[cand]}); expected each "
+                                 f"candidate once")
+            seen[cand] = position
             cands.append(cand)
         pools[query] = cands
     return pools
@@ -138,11 +156,12 @@ def write_ranked_pools(
     rankings_dir: str | Path, name: str, facet: str, ranked: Mapping[str, Sequence[tuple[str, float]]]
 ) -> Path:
     """Write ``{query_pid: [[cand_pid, score], ...]}`` in the official run format (readable by the
-    official script and by :func:`read_ranked_pools`)."""
+    official script and by :func:`read_ranked_pools`). A candidate without a finite score (no embedding:
+    ranked last with distance ``inf``) is written ``[cand_pid]``, since JSON has no infinity."""
     path = ranked_path(rankings_dir, name, facet)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {q: [[c, float(s)] for c, s in pairs] for q, pairs in ranked.items()}
-    path.write_text(json.dumps(payload), encoding="utf-8")
+    payload = {q: [[c, float(s)] if np.isfinite(s) else [c] for c, s in pairs] for q, pairs in ranked.items()}
+    path.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
     return path
 
 
@@ -296,6 +315,10 @@ def evaluate(
                 unknown = [c for c in cands if c not in annotations[facet].get(q, {})]
                 if q not in annotations[facet] or unknown:
                     raise ValueError(f"csfcube/{facet}: query {q}: candidates not in the judged pool: {unknown[:3]}")
+                repeated = sorted(c for c, n in Counter(cands).items() if n > 1)
+                if repeated:
+                    raise ValueError(f"csfcube/{facet}: query {q}: candidates ranked more than once: {repeated[:3]}; "
+                                     f"expected each candidate once")
     per_query = score_queries(pools, annotations)
     result: dict = {
         split: {facet: aggregate(per_query, splits, facet, split) for facet in (*FACETS, AGGREGATE)}

@@ -16,12 +16,13 @@ All fields are scored in one ``pytrec_eval`` call.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from sdr.jsonio import load_json
+from sdr.jsonio import InputError, is_number, load_json
 from sdr.evaluate.embeddings import MissingEmbeddings
 from sdr.evaluate.scidocs import l2_run, load_embeddings
 
@@ -88,17 +89,37 @@ def qrels_by_field(benchmark: Mapping) -> dict[str, dict[str, dict[str, int]]]:
 
 
 def read_scores(path: str | Path) -> dict[str, float]:
-    """A scores file ``{"<qid>_<cid>": score}`` (the official evaluator's input)."""
+    """A scores file ``{"<qid>_<cid>": score}`` (the official evaluator's input).
+
+    Scores must be finite numbers (not NaN, an infinity, a boolean or a string) and keys must not repeat;
+    anything else raises :class:`~sdr.jsonio.InputError` naming the file, the line and the key. Keys that
+    name no query-candidate pair of the split are refused by :func:`evaluate`.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: scores file not found")
-    scores = load_json(path, 'a scores file {"qid_cid": score}')
+    what = 'a scores file {"qid_cid": finite number}'
+    scores = load_json(path, what, finite=True)
     if not isinstance(scores, dict):
-        raise ValueError(f"{path}: expected a JSON object {{\"qid_cid\": score}}")
+        raise InputError(f"{path}: found a JSON {type(scores).__name__}; expected {what}")
     for key, value in scores.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise ValueError(f"{path}: score of {key!r} must be a number, got {value!r}")
+        if not is_number(value):
+            raise InputError(f"{path}: score of {key!r} is {json.dumps(value)[:40]}; expected a finite number")
     return scores
+
+
+def check_score_keys(scores: Mapping[str, float], qrels: Mapping[str, Mapping[str, Mapping[str, int]]],
+                     source: str = "scores") -> None:
+    """Every key of ``scores`` must be ``<qid>_<cid>`` of a query and one of its candidates in the split;
+    a key that is not (an unknown query or candidate, another split's pair, a typo) is an error, since it
+    would be ignored silently and the pair it meant to score would count as missing."""
+    known = {f"{query}_{candidate}" for queries in qrels.values() for query, candidates in queries.items()
+             for candidate in candidates}
+    unknown = [key for key in scores if key not in known]
+    if unknown:
+        raise InputError(f"{source}: {len(unknown)} of {len(scores)} keys name no query-candidate pair of this split "
+                         f"(e.g. {', '.join(map(repr, unknown[:3]))}); expected keys '<qid>_<cid>' of the split's "
+                         f"queries and candidates")
 
 
 def evaluate(
@@ -140,6 +161,11 @@ def evaluate(
         report["missing_embeddings"] = missing.report()
     else:
         score_map = read_scores(scores) if isinstance(scores, (str, Path)) else scores
+        check_score_keys(score_map, qrels, str(scores) if isinstance(scores, (str, Path)) else "scores")
+        bad = [key for key, value in score_map.items() if not is_number(value)]
+        if bad:
+            raise InputError(f"scores: {len(bad)} scores are not finite numbers, e.g. {bad[0]!r}: "
+                             f"{score_map[bad[0]]!r}")
         run, absent = {}, []
         for field, queries in qrels.items():
             for query, candidates in queries.items():

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from sdr.jsonio import read_jsonl
+from sdr.jsonio import InputError, read_jsonl, record_id
 from sdr.corpus import Paper
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 from sdr.evaluate.ranking import l2_distances
@@ -82,16 +82,22 @@ def read_chunks(path: str | Path) -> list[Chunk]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: file not found")
     chunks, seen = [], set()
-    for line_number, record in read_jsonl(path, "chunks JSONL {'id', 'paper_id', 'text'}", allow_empty=False):
+    for line_number, record in read_jsonl(path, "chunks JSONL {'id', 'paper_id', 'text'}", allow_empty=False,
+                                          finite=True):
+        where = f"{path}:{line_number}"
         if "id" not in record or "paper_id" not in record:
-            raise ValueError(f"{path}:{line_number}: expected keys 'id' and 'paper_id'")
-        key = str(record["id"])
+            raise InputError(f"{where}: found keys {sorted(record)}; expected keys 'id' and 'paper_id'")
+        key = record_id(record["id"], "id", where)
         if key in seen:
-            raise ValueError(f"{path}:{line_number}: duplicate chunk id {key!r}")
+            raise InputError(f"{where}: duplicate chunk id {key!r}; expected each id once")
         seen.add(key)
-        chunks.append(Chunk(key, str(record["paper_id"]), record.get("text", ""), record.get("section", "")))
+        text, section = record.get("text", ""), record.get("section", "")
+        if not isinstance(text, str) or not isinstance(section, str):
+            raise InputError(f"{where}: 'text' and 'section' must be strings; found "
+                             f"{type(text).__name__}, {type(section).__name__}")
+        chunks.append(Chunk(key, record_id(record["paper_id"], "paper_id", where), text, section))
     if not chunks:
-        raise ValueError(f"{path}: no chunks in file")
+        raise InputError(f"{path}: no chunks in file; expected {{'id', 'paper_id'}} lines")
     return chunks
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdr.jsonio import read_jsonl
+from sdr.jsonio import InputError, read_jsonl, record_id
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 
 # data/cf-sentence-dataset/convert.py of kaisugi/rhetorical_aspect_embeddings
@@ -144,18 +144,24 @@ def read_cfs3(path: str | Path) -> list[LabelledSentence]:
 
 
 def read_labels(path: str | Path) -> dict[str, str]:
-    """The CLI's labels file: JSONL ``{"id", "label"}`` → ``{id: label}`` (duplicate ids are an error)."""
+    """The CLI's labels file: JSONL ``{"id", "label"}`` → ``{id: label}``.
+
+    Strict: ids are non-empty strings (or integers), labels strings (or integers), each id once; anything
+    else (``null``, booleans, NaN, a repeated id) raises :class:`~sdr.jsonio.InputError` naming file and line.
+    """
     path = Path(path)
     labels: dict[str, str] = {}
-    for line_number, record in _jsonl(path):
+    for line_number, record in read_jsonl(path, "labels JSONL {'id': str, 'label': str}", allow_empty=True,
+                                          finite=True):
+        where = f"{path}:{line_number}"
         if "id" not in record or "label" not in record:
-            raise ValueError(f"{path}:{line_number}: expected keys 'id' and 'label'")
-        key = str(record["id"])
+            raise InputError(f"{where}: found keys {sorted(record)}; expected keys 'id' and 'label'")
+        key = record_id(record["id"], "id", where)
         if key in labels:
-            raise ValueError(f"{path}:{line_number}: duplicate id {key!r}")
-        labels[key] = str(record["label"])
+            raise InputError(f"{where}: duplicate id {key!r}; expected each id once")
+        labels[key] = record_id(record["label"], "label", where)
     if not labels:
-        raise ValueError(f"{path}: no labels in file")
+        raise InputError(f"{path}: no labels in file; expected {{'id', 'label'}} lines")
     return labels
 
 
@@ -268,6 +274,30 @@ def naive_scores(embeddings: np.ndarray, labels: Sequence) -> dict[str, float]:
                 total += hits / i
         map_at_r.append(total / r)
     return {"p@1": float(np.mean(p_at_1)), "map@r": float(np.mean(map_at_r))}
+
+
+def per_query_map_at_r(embeddings: np.ndarray, labels: Sequence, block: int = 512) -> dict[int, float]:
+    """AP@R of every non-singleton query (its index → value), vectorised in blocks of queries: the values whose
+    mean is :func:`evaluate`'s MAP@R, for paired comparisons of two encoders query by query (``sdr.stats``).
+    Same definitions as :func:`naive_scores` (stable Euclidean order on L2-normalised vectors, self excluded)."""
+    vectors = _normalise(np.asarray(embeddings)).astype(np.float64)
+    codes = np.unique(np.asarray(list(labels), dtype=object).astype(str), return_inverse=True)[1]
+    sizes = np.bincount(codes)
+    squared = np.sum(vectors ** 2, axis=1)
+    scores = {}
+    for start in range(0, len(codes), block):
+        rows = np.arange(start, min(start + block, len(codes)))
+        distances = squared[rows, None] + squared[None, :] - 2.0 * vectors[rows] @ vectors.T
+        distances[np.arange(len(rows)), rows] = np.inf  # the query itself is never retrieved
+        order = np.argsort(distances, axis=1, kind="stable")
+        for row, query in enumerate(rows):
+            r = int(sizes[codes[query]] - 1)
+            if r == 0:
+                continue
+            relevant = codes[order[row, :r]] == codes[query]
+            precision = np.cumsum(relevant) / np.arange(1, r + 1)
+            scores[int(query)] = float(np.sum(precision * relevant) / r)
+    return scores
 
 
 # --------------------------------------------------------------------------- command line

@@ -1,0 +1,201 @@
+"""``sdr evaluate all``: embed what each benchmark needs with one model, score it, store its leaderboard rows.
+
+Each benchmark's texts come from :mod:`sdr.embed` (the same texts ``sdr embed`` writes), and are scored by the
+benchmark's own evaluator with the vectors as ``sdr evaluate <benchmark> --embeddings`` would read them back from
+that file (float32 for CSFCube and the sentence and paragraph benchmarks; float64 for SciDocs, MDCR and
+SciRepEval, which round distances), so both routes give the same numbers.
+
+The rows of the leaderboard benchmarks (CSFCube, CSAbstruct, SciDocs when all 12 metrics ran) are stored in the
+results store as the "external" chapter (:func:`sdr.book.leaderboard.store_external_rows`); the Summary page
+shows them beside the book's methods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from sdr import embed
+
+LEADERBOARD_OF = {"csfcube": "csfcube", "csabstruct": "csabstruct", "scidocs": "scidocs"}
+"""Benchmarks with a leaderboard on the Summary page (:data:`sdr.book.BENCHMARKS`); the others are reported only."""
+DEFAULT_TRAINING = "external: scored by sdr evaluate all"
+
+
+def score(inputs: embed.Inputs, vectors: Mapping[str, np.ndarray], progress: bool = False,
+          n_jobs: int = 1) -> tuple[dict, dict | None]:
+    """Score ``vectors`` on ``inputs.benchmark``: (the evaluator's output, leaderboard metrics or None)."""
+    from sdr import book
+    from sdr.evaluate import csfcube, mdcr, paragraphs, scidocs, scirepeval, sentences
+
+    name = inputs.benchmark
+    wide = {key: np.asarray(vector, dtype=np.float64) for key, vector in vectors.items()}
+    if name == "csfcube":
+        result = csfcube.evaluate(inputs.data, embeddings=vectors)
+        return result, book.csfcube_metrics(result)
+    if name in ("csabstruct", "pubmed_rct"):
+        result = sentences.evaluate(vectors, inputs.labels)
+        return result, book.csabstruct_metrics(result) if name == "csabstruct" else None
+    if name == "scidocs":
+        result = scidocs.evaluate(inputs.data, wide, n_jobs=n_jobs, progress=progress)
+        row = book.scidocs_row(result)
+        return result, row if row["avg"] == row["avg"] else None  # the average needs all 12 metrics
+    if name == "mdcr":
+        return mdcr.evaluate(inputs.data, embeddings=wide), None
+    if name == "scirepeval":
+        return scirepeval.evaluate(inputs.data, wide, tasks=inputs.report["tasks"], n_jobs=n_jobs,
+                                   progress=progress), None
+    if name == "paragraphs":
+        return paragraphs.evaluate(vectors, inputs.chunks), None
+    raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(embed.BENCHMARKS)}")
+
+
+def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
+                   data_dirs: Mapping[str, str | Path] | None = None, *, max_length: int | None = None,
+                   pooling: str | None = None, layers: int = 0,
+                   device: str = "auto", batch_size: int = 32, csfcube_queries: str = "abstract",
+                   download: bool = False, embeddings_dir: str | Path | None = None, progress: bool = False,
+                   n_jobs: int = 1) -> dict:
+    """Embed and score ``model`` on ``benchmarks`` (None: every benchmark whose data is found, the others listed
+    under ``"skipped"`` with the reason; named benchmarks must all have data). ``data_dirs`` overrides a
+    benchmark's folder. ``embeddings_dir`` also writes each benchmark's vectors as ``<benchmark>.jsonl``.
+
+    Returns ``{"model", "label", "max_length", "pooling", "normalize", "layers", "csfcube_queries",
+    "benchmarks": {name: {"data", "inputs", "vectors", "result", "leaderboard_metrics"}}, "skipped"}``.
+    """
+    explicit = benchmarks is not None
+    names = list(dict.fromkeys(benchmarks)) if explicit else list(embed.BENCHMARKS)
+    if explicit and not names:
+        raise ValueError("--benchmarks: name at least one benchmark")
+    for name in names:
+        embed.check_benchmark(name)
+    data_dirs = dict(data_dirs or {})
+    stray = sorted(set(data_dirs) - set(names))
+    if stray:
+        raise ValueError(f"--data-dir given for {stray}, which is not among the benchmarks to score {names}")
+    located, skipped = {}, {}
+    for name in names:
+        try:
+            located[name] = embed.locate_data(name, data_dirs.get(name), download=download)
+        except FileNotFoundError as error:
+            if explicit:
+                raise
+            skipped[name] = str(error)
+    if not located:
+        raise FileNotFoundError("no benchmark data found: " + "; ".join(skipped.values()))
+    encoder = embed.load_model(model, max_length, pooling, layers, device)
+    scored = {}
+    for name, data in located.items():
+        try:
+            inputs = embed.benchmark_inputs(name, data, encoder, csfcube_queries)
+        except FileNotFoundError as error:
+            if explicit:
+                raise
+            skipped[name] = str(error)
+            continue
+        vectors = embed.embed(encoder, inputs.texts, batch_size, progress)
+        if embeddings_dir is not None:
+            _write(Path(embeddings_dir), inputs, vectors)
+        result, metrics = score(inputs, vectors, progress, n_jobs)
+        scored[name] = {"data": str(inputs.data), "inputs": inputs.report, "vectors": len(vectors),
+                        "result": result, "leaderboard_metrics": metrics}
+    if not scored:
+        raise FileNotFoundError("no benchmark could be scored: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    if skipped:
+        print(f"sdr evaluate all: skipped {', '.join(skipped)} (no data; --benchmarks NAME says why)",
+              file=sys.stderr)
+    return {"model": model, "label": embed.model_label(model, layers), "max_length": encoder.max_length,
+            "pooling": encoder.pooling, "normalize": encoder.normalize, "layers": layers,
+            "csfcube_queries": csfcube_queries, "benchmarks": scored, "skipped": skipped}
+
+
+def _write(folder: Path, inputs: embed.Inputs, vectors: Mapping[str, np.ndarray]) -> None:
+    from sdr.evaluate.embeddings import write_embeddings
+    from sdr.evaluate.sentences import LabelledSentence, write_labels
+
+    write_embeddings(folder / f"{inputs.benchmark}.jsonl", vectors)
+    if inputs.labels is not None:
+        write_labels(folder / f"{inputs.benchmark}.labels.jsonl",
+                     [LabelledSentence(i, inputs.texts[i], label) for i, label in inputs.labels.items()])
+
+
+def method_name(outcome: Mapping, name: str | None = None) -> str:
+    """The leaderboard's name for the scored model: ``--name``, else label · pooling · input length."""
+    if name:
+        return name
+    text = f"{outcome['label']} · {outcome['pooling']} · {outcome['max_length']} tokens"
+    return text + (" · facet query" if outcome["csfcube_queries"] == "facet" and "csfcube" in outcome["benchmarks"]
+                   else "")
+
+
+def store(outcome: Mapping, profile: str = "real", name: str | None = None, data: str = "real",
+          training: str = DEFAULT_TRAINING) -> Path | None:
+    """Store the leaderboard rows of :func:`evaluate_model`'s ``outcome`` (None when no benchmark has one)."""
+    from sdr import book
+
+    method = method_name(outcome, name)
+    rows, sources = [], []
+    for benchmark, scored in outcome["benchmarks"].items():
+        if scored["leaderboard_metrics"] is None:
+            continue
+        board = LEADERBOARD_OF[benchmark]
+        rows.append(book.leaderboard_row(method, board, scored["leaderboard_metrics"], data=data,
+                                         base_model=outcome["label"], training=training,
+                                         input_tokens=int(outcome["max_length"])))
+        sources.append(f"{book.BENCHMARKS[board]['title']} via sdr evaluate all ({data} data)")
+    if not rows:
+        return None
+    details = {key: value for key, value in outcome.items() if key != "benchmarks"}
+    details["benchmarks"] = {b: {k: v for k, v in s.items() if k != "leaderboard_metrics"}
+                             for b, s in outcome["benchmarks"].items()}
+    return book.store_external_rows(rows, profile, sources, details)
+
+
+# ------------------------------------------------------------------------------------------------ command
+def _data_dir(text: str) -> tuple[str, str]:
+    name, separator, path = text.partition("=")
+    if not separator or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected BENCHMARK=PATH, got {text!r}")
+    return name.strip(), path.strip()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``sdr evaluate all``."""
+    embed.add_model_arguments(parser)
+    parser.add_argument("--benchmarks", default=None,
+                        help=f"comma-separated, from {','.join(embed.BENCHMARKS)} (default: every one whose data "
+                             f"is found; the others are listed as skipped)")
+    parser.add_argument("--data-dir", type=_data_dir, action="append", default=[], metavar="BENCHMARK=PATH",
+                        help="a benchmark's folder (paragraphs: its chunks JSONL) instead of the located one "
+                             "(repeatable)")
+    parser.add_argument("--embeddings-dir", type=Path, default=None,
+                        help="also write each benchmark's vectors there as <benchmark>.jsonl")
+    parser.add_argument("--profile", default="real",
+                        help="the results-store profile the rows join (default real: the Summary of make book)")
+    parser.add_argument("--name", default=None, help="the rows' method name (default: model · pooling · tokens)")
+    parser.add_argument("--training", default=DEFAULT_TRAINING,
+                        help='the rows\' training budget ("external: …" keeps them out of the trained-row checks)')
+    parser.add_argument("--data", choices=("real", "replica"), default="real",
+                        help="what the benchmark folders hold (the Summary shows real-data rows)")
+    parser.add_argument("--no-store", action="store_true", help="print the scores, store no leaderboard row")
+    parser.add_argument("--n-jobs", type=int, default=1, help="parallel jobs of the SVM grid searches")
+
+
+def run(args: argparse.Namespace) -> dict:
+    """``sdr evaluate all …`` → ``{"method", "stored", …evaluate_model's output}``."""
+    benchmarks = None
+    if args.benchmarks is not None:
+        benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()]
+    data_dirs = dict(args.data_dir)
+    if len(data_dirs) != len(args.data_dir):
+        raise ValueError("--data-dir: one folder per benchmark")
+    outcome = evaluate_model(args.model, benchmarks, data_dirs, max_length=args.max_length, pooling=args.pooling,
+                             layers=args.layers, device=args.device, batch_size=args.batch_size,
+                             csfcube_queries=args.csfcube_queries, download=args.download,
+                             embeddings_dir=args.embeddings_dir, progress=sys.stderr.isatty(), n_jobs=args.n_jobs)
+    stored = None if args.no_store else store(outcome, args.profile, args.name, args.data, args.training)
+    return {"method": method_name(outcome, args.name), "stored": str(stored) if stored else None, **outcome}

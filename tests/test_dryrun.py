@@ -1,0 +1,71 @@
+"""sdr.dryrun: the paper-shaped mirror (every dataset a paper chapter reads, in its official layout) and the
+runner's guarantee that a replica read under the paper policy fails the dry run."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from sdr import datasets, dryrun
+from sdr.corpus import read_s2_citations, read_s2orc_metadata, read_scirepeval_triplets
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mirror")
+    made = dryrun.build_mirror(folder)  # no real data: every dataset from its fixture writer
+    return folder, made
+
+
+def test_mirror_holds_every_file_a_paper_chapter_reads(mirror):
+    folder, made = mirror
+    assert set(made) == set(dryrun.needed_datasets()) and set(made.values()) == {"fixture"}
+    for name in made:
+        dataset = datasets.get(name)
+        missing = [p for p in datasets.paper_files(dataset) if not (folder / dataset.folder / p).exists()]
+        assert not missing, (name, missing)
+
+
+def test_fixtures_read_back_with_the_books_readers(mirror):
+    folder, _ = mirror
+    triplets, _ = read_scirepeval_triplets(folder / "scirepeval_cite_prediction" / "train.jsonl")
+    assert len(triplets) > 50
+    graph, papers, _ = read_s2_citations(folder / "s2_citations_thesis")
+    anchors = (folder / "s2_citations_thesis" / "anchors.txt").read_text().split()
+    assert len(graph) > 100 and set(anchors) <= set(papers)
+    assert any(c.intents for c in graph) and any(not c.intents for c in graph)  # intents and the misc aspect
+    metadata, _, _ = read_s2orc_metadata(folder / "s2orc_specter" / "metadata" / "metadata.jsonl", progress=False)
+    wanted = {str(json.loads(line)[role]["corpus_id"])
+              for line in (folder / "scirepeval_cite_prediction" / "train.jsonl").read_text().splitlines()
+              for role in ("query", "pos", "neg")}
+    assert set(metadata) == wanted  # the S2ORC fetcher kept exactly the triplets' papers
+
+
+def _notebook(tmp_path, source: str):
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    parameters = nbformat.v4.new_code_cell('profile = "paper"')
+    parameters.metadata["tags"] = ["parameters"]
+    notebook.cells = [parameters, nbformat.v4.new_code_cell(source)]
+    (tmp_path / "notebooks").mkdir(exist_ok=True)
+    path = tmp_path / "notebooks" / "planted.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_a_planted_replica_read_under_paper_fails_the_run(mirror, tmp_path):
+    folder, _ = mirror
+    environment = {"SDR_DATA": str(folder), "SDR_DATA_CACHE": str(tmp_path / "cache"), datasets.DRY_RUN_ENV: "1",
+                   "SDR_OFFLINE": "1"}
+    honest = _notebook(tmp_path, 'from sdr import datasets\n'
+                                 'data = datasets.ChapterData("benchmarks", profile)\n'
+                                 'assert data.input("csfcube").real')
+    assert dryrun.execute(honest, {"profile": "paper"}, tmp_path / "out1.ipynb", environment)["ok"]
+    planted = _notebook(tmp_path, 'from sdr import datasets\n'
+                                  'from sdr.synthetic import make_corpus\n'
+                                  'data = datasets.ChapterData("benchmarks", profile)\n'
+                                  'corpus = make_corpus(n_papers=20, seed=0)')
+    result = dryrun.execute(planted, {"profile": "paper"}, tmp_path / "out2.ipynb", environment)
+    assert not result["ok"] and result["ename"] == "ReplicaForbidden" and "make_corpus" in result["evalue"]
