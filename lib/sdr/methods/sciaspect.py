@@ -208,7 +208,7 @@ def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Ite
         if form != training_form or form == "mixed":
             rows.append({**row, "in the training graph": float("nan"), "of them anchors": float("nan"),
                          "edges touching them": float("nan"),
-                         "note": f"not comparable: the training graph has {training_form}s"})
+                         "note": f"not comparable: the training graph's ids are of another kind ({training_form})"})
             continue
         shared = ids & nodes
         removed |= shared
@@ -816,9 +816,10 @@ def train_runs(runs: Mapping[tuple[str, str], Run], example_sets: Mapping[tuple[
     """Train every run from a copy of ``base_encoder``; a run whose (examples, objective) another run already
     trained (τ = 0.05 is the 1p 5n row) shares that model. Each run checkpoints into ``runs_folder/<name>``.
 
-    Returns ``(trained, losses, history)``: ``{key: (encoder, objective)}``, one row per trained model with its
-    instances, optimizer steps and the loss on its held-out probe before and after training, and every
-    optimizer step's loss.
+    Returns ``(trained, losses, history, folders)``: ``{key: (encoder, objective)}``, one row per trained model with
+    its instances, optimizer steps and the loss on its held-out probe before and after training, every optimizer
+    step's loss, and ``{key: the saved model folder}`` (a sentence-transformers folder: ``sdr evaluate all --model``
+    reads it).
     """
     import copy
     import re
@@ -827,10 +828,10 @@ def train_runs(runs: Mapping[tuple[str, str], Run], example_sets: Mapping[tuple[
 
     from sdr.train import ContrastiveObjective, evaluate_loss, train
 
-    trained, losses, histories, done = {}, {}, [], {}
+    trained, losses, histories, done, folders = {}, {}, [], {}, {}
     for key, run in runs.items():
         if run in done:
-            trained[key] = trained[done[run]]
+            trained[key], folders[key] = trained[done[run]], folders[done[run]]
             continue
         if run.kind not in ("cl", "aspect"):
             raise ValueError(f"run {key}: kind must be 'cl' or 'aspect', got {run.kind!r}")
@@ -849,9 +850,9 @@ def train_runs(runs: Mapping[tuple[str, str], Run], example_sets: Mapping[tuple[
         losses[key] = {"instances": len(examples), "optimizer steps": result.steps, "loss before": before,
                        "loss after": evaluate_loss(encoder, probe, objective)}
         histories.append(result.history.assign(model=" / ".join(key)))
-        trained[key] = (encoder, objective)
+        trained[key], folders[key] = (encoder, objective), result.model_dir
         done[run] = key
-    return trained, pd.DataFrame(losses).T, pd.concat(histories, ignore_index=True)
+    return trained, pd.DataFrame(losses).T, pd.concat(histories, ignore_index=True), folders
 
 
 @torch.no_grad()
