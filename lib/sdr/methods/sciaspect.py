@@ -51,7 +51,7 @@ __all__ = [
     "specter_cl_examples", "AspectExample", "AspectPools", "aspect_neighbours", "aspect_pools",
     "aspect_examples", "sciaspect_examples", "sciaspect_hybrid_examples", "sciaspect_l2_examples",
     "AspectContrastiveObjective", "PROBE_SIZE", "Run", "split_probe", "train_runs", "embedding_variants",
-    "violations", "SCIDOCS_WITHOUT_RECOMM", "average_without_recomm",
+    "violations", "SCIDOCS_WITHOUT_RECOMM", "SCIDOCS_PROXIMITY", "average_without_recomm",
 ]
 
 #: τ of every contrastive run after Exp. 2.2 (Table 6.3: 0.05 was best).
@@ -921,6 +921,11 @@ SCIDOCS_WITHOUT_RECOMM = ("mag_f1", "mesh_f1", "coview_map", "coview_ndcg", "cor
                           "cite_map", "cite_ndcg", "cocite_map", "cocite_ndcg")
 """The ten SciDocs metrics other than the recommendations task (whose ranker the chapter trains only where its
 ``recommendations`` parameter says so): ``avg10`` compares every row, ours and the thesis'."""
+
+
+SCIDOCS_PROXIMITY = SCIDOCS_WITHOUT_RECOMM[2:]
+"""The eight ranking metrics of SciDocs (co-view, co-read, cite, co-cite; MAP and nDCG): the tasks whose relevance
+follows citations and co-views, the signal SPECTERCL trains on."""
 
 
 def average_without_recomm(table):
