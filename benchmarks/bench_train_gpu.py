@@ -1,22 +1,40 @@
-"""Training and encoding throughput of the book's trainer on a GPU (and, smaller, on CPU for CI).
+"""Training and encoding throughput of the book's trainer on a GPU (and, tiny, on CPU so CI runs the code).
 
 On CUDA: a BERT-base-sized encoder (12 layers, hidden 768, random initialization: speed does not depend on
-the weights; the bert-base-uncased vocabulary of all-MiniLM-L6-v2's tokenizer), bf16 autocast, max_length
-512. On CPU: all-MiniLM-L6-v2 cut to 2 layers, float32, a few steps — so CI exercises the code path.
-Texts of real length: CSAbstruct abstracts (``$SDR_DATA/csabstruct/train.jsonl``, title-less) when present,
-else the synthetic corpus' ``title [SEP] abstract``; they are assigned to the papers of a synthetic citation
-graph whose SPECTER triplets (:func:`sdr.samplers.specter_triplets`) are trained at effective batch 32.
+the weights; the bert-base-uncased vocabulary of all-MiniLM-L6-v2's tokenizer), max_length 512, in the
+precision and attention the device plan chooses (:func:`sdr.encoders.device_plan`: bf16 + packed
+FlashAttention on sm80+, fp16 + padded SDPA on T4/V100). On CPU: all-MiniLM-L6-v2 cut to 2 layers, float32,
+max_length 128, 3 steps, one thread. Texts of real length: CSAbstruct abstracts
+(``$SDR_DATA/csabstruct/train.jsonl``, title-less) when present, else the synthetic corpus' texts.
 
-Reported, each in the same run: triplets/s of :func:`sdr.train.train` + :class:`~sdr.train.TripletObjective`
-(the first optimizer step is a warm-up and not timed) and of sentence-transformers'
-``SentenceTransformerTrainer`` + ``TripletLoss`` (Euclidean, margin 1) on the same model, texts and batch
-(needs ``datasets`` and ``accelerate``; skipped with a note when they are missing); the useful-token MFU
-(6 × parameters × the triplets' real tokens per second, against the device's dense bf16 peak; attention
-FLOPs not counted); the padding share of the tokens the book's trainer ran; peak memory; then encoding
-papers/s of :meth:`sdr.encoders.Encoder.encode_texts` against sentence-transformers' ``encode``.
+Two triplet settings, each at effective batch 32 (32 triplets, 96 texts a step):
 
-Usage: ``python benchmarks/bench_train_gpu.py [--steps 20] [--quick]``; raw output goes to
-``benchmarks/results/train_gpu_<device>.txt``. Measurements, not asserted by any test.
+* ``synthetic graph``: SPECTER triplets (:func:`sdr.samplers.specter_triplets`) of a 400-paper synthetic
+  citation graph; its few queries repeat within a step, and the trainer encodes each distinct text of a step
+  once, so fewer texts run than the step holds;
+* ``no repeats``: every text of a step is a different paper (as in SciRepEval-like data, where a step's
+  triplets rarely share a paper), so all 96 run.
+
+The share of repeated texts per step is reported for both.
+
+Reported per trainer: triplets/s as the **median of ``--runs`` runs with min–max**, the runs alternating
+between trainers and settings so load drifts hit all alike; each run's time is the wall time of a training
+call of ``steps + 1`` optimizer steps minus that of a 1-step call (after a warm-up call), so setup and the
+first step are excluded without a per-step synchronization. **MFU**: FLOPs per second against the device's
+dense peak in the plan's precision (:data:`PEAK_TFLOPS`), with FLOPs = 6 × the matrix-product parameters
+(the encoder layers' linear weights: no embeddings, no pooler) × the tokens the trainer computes (each text
+of a step once for sdr.train, every text for sentence-transformers; pad tokens not counted) + attention's
+12 × layers × hidden × Σ length² (:func:`training_flops`). The padding share is of the tokens run.
+sentence-transformers runs its own ``SentenceTransformerTrainer`` + ``TripletLoss`` (Euclidean, margin 1)
+as a knowledgeable user would set it up: mixed precision (bf16, fp16 on T4/V100), the fastest attention
+its transformers offers here (``flash_attention_2`` when the flash-attn package is installed, else
+``sdpa``), and with ``--compile`` a second row with ``torch_compile=True``; the output states what it used.
+It needs ``datasets`` and ``accelerate`` (a note says when they are missing). Encoding papers/s of
+:meth:`sdr.encoders.Encoder.encode_texts` against sentence-transformers' ``encode`` follows (one run each).
+
+Usage: ``python benchmarks/bench_train_gpu.py [--steps 20] [--runs 3] [--compile] [--quick]``; raw output goes
+to ``benchmarks/results/train_gpu_<device>.txt``. Measurements, not asserted by any test (the MFU formula is:
+``tests/test_bench_mfu.py``).
 """
 
 from __future__ import annotations
@@ -24,20 +42,55 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_synthetic import machine_line, peak_rss_mib  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-#: dense bf16 peak TFLOP/s by device name fragment (vendor data sheets, without sparsity)
-BF16_PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L4": 121.0, "A10": 125.0, "T4": 65.0,
-                    "RTX 4090": 165.0, "RTX 3090": 71.0}
+#: dense (no sparsity) tensor-core peak TFLOP/s by device-name fragment, more specific names first, and the
+#: precision it is for (vendor data sheets): bf16 where the GPU has it, fp16 on T4 and V100
+PEAK_TFLOPS = {
+    "H200": (989.0, "bf16"), "H100 PCIe": (756.0, "bf16"), "H100 NVL": (835.0, "bf16"), "H100": (989.0, "bf16"),
+    "A100": (312.0, "bf16"), "L40S": (362.0, "bf16"), "L4": (121.0, "bf16"), "A10": (125.0, "bf16"),
+    "RTX 4090": (165.0, "bf16"), "RTX 3090": (71.0, "bf16"), "V100": (125.0, "fp16"), "T4": (65.0, "fp16"),
+}
 
 
+# ---------------------------------------------------------------------------------------------- FLOPs and MFU
+def matmul_parameters(model) -> int:
+    """Parameters that take part in a matrix product per token: the weights of the model's linear layers,
+    without the pooler (the book pools [CLS] or the mean itself) — no embeddings (a lookup), no biases or
+    LayerNorms (elementwise)."""
+    from torch import nn
+
+    return sum(module.weight.numel() for name, module in model.named_modules()
+               if isinstance(module, nn.Linear) and not name.split(".")[0] == "pooler")
+
+
+def training_flops(matmul_params: int, lengths: Sequence[int], layers: int, hidden: int) -> float:
+    """FLOPs of one forward + backward over texts of these token counts: 6 × matmul parameters × tokens
+    (2 forward, 4 backward per parameter and token) + attention's scores and weighted sum, 2 × 2 × L² × hidden
+    per layer forward, three times that with the backward: 12 × layers × hidden × Σ L²."""
+    return 6.0 * matmul_params * sum(lengths) + 12.0 * layers * hidden * sum(length * length for length in lengths)
+
+
+def mfu(flops: float, seconds: float, peak_tflops: float) -> float:
+    """Model FLOPs utilization: achieved FLOP/s over the device's peak."""
+    return flops / seconds / (peak_tflops * 1e12)
+
+
+def device_peak(name: str) -> tuple[float, str] | None:
+    """(peak TFLOP/s, its precision) of a device name, None when the table has no entry."""
+    return next((value for key, value in PEAK_TFLOPS.items() if key in name), None)
+
+
+# ---------------------------------------------------------------------------------------------- inputs
 def real_abstracts() -> list[str]:
     root = os.environ.get("SDR_DATA")
     path = Path(root) / "csabstruct" / "train.jsonl" if root else None
@@ -48,24 +101,45 @@ def real_abstracts() -> list[str]:
     return [" ".join(record["sentences"]) for _, record in read_jsonl(path, "CSAbstruct records")]
 
 
-def device_line(device) -> tuple[str, float | None]:
-    import torch
+def no_repeat_triplets(n_triplets: int, pool: Sequence[str], batch_size: int) -> tuple[list, dict[str, str]]:
+    """Triplets whose papers never repeat within an optimizer step: the 3 × batch texts of each step (in the
+    trainer's shuffle, :func:`step_texts`) are consecutive texts of the pool, distinct when the pool has at
+    least that many different texts."""
+    from sdr.samplers import Triplet
+    from sdr.train import _batches
 
-    if device.type != "cuda":
-        return "device: CPU (no MFU: no bf16 peak for a CPU)", None
-    name = torch.cuda.get_device_name(device)
-    peak = next((value for key, value in BF16_PEAK_TFLOPS.items() if key in name), None)
-    memory = torch.cuda.get_device_properties(device).total_memory / 2**30
-    return f"device: {name}, {memory:.0f} GiB, CUDA {torch.version.cuda}, bf16 peak {peak} TFLOP/s", peak
+    triplets = [Triplet(f"p{3 * i}", f"p{3 * i + 1}", f"p{3 * i + 2}", "easy") for i in range(n_triplets)]
+    texts, position = {}, 0
+    for batch in _batches(n_triplets, batch_size, seed=0, epoch=0):
+        for i in batch:
+            for paper in (triplets[i].query, triplets[i].positive, triplets[i].negative):
+                texts[paper] = pool[position % len(pool)]
+                position += 1
+    return triplets, texts
+
+
+def step_texts(triplets: Sequence, texts: dict[str, str], batch_size: int) -> list[list[str]]:
+    """Each optimizer step's texts, in the order the trainer runs them (its (seed 0, epoch 0) shuffle)."""
+    from sdr.train import _batches
+
+    return [[texts[p] for i in batch for p in (triplets[i].query, triplets[i].positive, triplets[i].negative)]
+            for batch in _batches(len(triplets), batch_size, seed=0, epoch=0)]
+
+
+# ---------------------------------------------------------------------------------------------- runs
+def median_range(values: Sequence[float]) -> str:
+    return f"{statistics.median(values):>8.1f} ({min(values):.1f}–{max(values):.1f})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=20, help="optimizer steps timed (after 1 warm-up)")
+    parser.add_argument("--steps", type=int, default=20, help="optimizer steps timed per run")
+    parser.add_argument("--runs", type=int, default=3, help="runs per trainer and setting (median, min–max)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--encode-papers", type=int, default=4096)
-    parser.add_argument("--quick", action="store_true", help="3 steps, 256 papers encoded")
-    parser.add_argument("--compile", action="store_true", help="also time the packed forward under torch.compile")
+    parser.add_argument("--quick", action="store_true", help="3 steps, 1 run, 256 papers encoded; nothing written")
+    parser.add_argument("--compile", action="store_true",
+                        help="also time the packed forward and sentence-transformers under torch.compile")
     parser.add_argument("--long-texts", action="store_true",
                         help="every text four abstracts long, so each runs at max_length (512 on CUDA): peak memory "
                              "at the longest inputs; output to train_gpu_<device>_512.txt")
@@ -73,7 +147,7 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from sdr.encoders import Encoder
+    from sdr.encoders import Encoder, device_plan
     from sdr.samplers import specter_triplets
     from sdr.synthetic import make_corpus
     from sdr.train import TrainConfig, TripletObjective, train
@@ -84,155 +158,245 @@ def main() -> None:
         args.steps = min(args.steps, 3)
         args.encode_papers = min(args.encode_papers, 256)
     if args.quick:
-        args.steps, args.encode_papers = min(args.steps, 3), min(args.encode_papers, 256)
-    device_text, peak = device_line(device)
+        args.steps, args.runs, args.encode_papers = min(args.steps, 3), 1, min(args.encode_papers, 256)
 
-    n_triplets = (args.steps + 1) * args.batch_size
-    corpus = make_corpus(n_papers=max(400, n_triplets // 2), seed=0)
-    triplets, _ = specter_triplets(corpus.graph, seed=0, progress=False, verbose=False)
-    triplets = triplets[:n_triplets]
-    abstracts = real_abstracts()
     base = Encoder.load("minilm", num_layers=2, max_length=128, device="cpu")
-    ids = sorted(corpus.papers)
-    if abstracts and args.long_texts:
-        texts = {pid: " ".join(abstracts[(i + j) % len(abstracts)] for j in range(4)) for i, pid in enumerate(ids)}
-        source = f"four CSAbstruct abstracts a text ({len(abstracts)}, $SDR_DATA), truncated at max_length"
-    elif abstracts:
-        texts = {pid: abstracts[i % len(abstracts)] for i, pid in enumerate(ids)}
-        source = f"CSAbstruct abstracts ({len(abstracts)}, $SDR_DATA)"
-    else:
-        texts = {pid: base.paper_text(corpus.papers[pid]) for pid in ids}
-        source = "synthetic title [SEP] abstract (no $SDR_DATA)"
-
     folder = Path(tempfile.mkdtemp())
     if device.type == "cuda":  # BERT-base sized, random weights, same vocabulary
         from transformers import BertConfig, BertModel
 
-        model = BertModel(BertConfig(vocab_size=len(base.tokenizer)))
-        encoder = Encoder(model, base.tokenizer, pooling="cls", max_length=512, device=device)
-        label = "BERT-base-sized (random init), bf16 autocast, max_length 512"
+        encoder = Encoder(BertModel(BertConfig(vocab_size=len(base.tokenizer))), base.tokenizer, pooling="cls",
+                          max_length=512, device=device)
+        label = "BERT-base-sized (random init), max_length 512"
     else:
         encoder = base
-        label = "all-MiniLM-L6-v2 cut to 2 layers, float32, max_length 128, 1 thread"
+        label = "all-MiniLM-L6-v2 cut to 2 layers, max_length 128, 1 thread"
     encoder.save(folder / "model")
+    plan = device_plan(device, encoder.model)
+    config_model = encoder.model.config
+    layers, hidden = config_model.num_hidden_layers, config_model.hidden_size
+    n_matmul = matmul_parameters(encoder.model)
     n_parameters = sum(p.numel() for p in encoder.model.parameters())
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        peak = device_peak(name)
+        memory = torch.cuda.get_device_properties(device).total_memory / 2**30
+        peak_text = f"dense {peak[1]} peak {peak[0]:g} TFLOP/s" if peak else "no peak in the table: no MFU"
+        device_text = f"device: {name}, {memory:.0f} GiB, CUDA {torch.version.cuda}, {peak_text}"
+        if peak and peak[1] != plan.precision:
+            device_text += f" (the plan trains in {plan.precision}: MFU against the {peak[1]} peak)"
+    else:
+        peak, device_text = None, "device: CPU (no MFU: no tensor-core peak for a CPU)"
 
-    lengths = {pid: len(row) for pid, row in zip(ids, encoder.token_ids([texts[p] for p in ids], cache=False))}
-    real_tokens = [sum(lengths[p] for p in (t.query, t.positive, t.negative)) for t in triplets]
-    timed = len(triplets) - args.batch_size
-    pad_id = encoder.tokenizer.pad_token_id or 0
+    # ---------------------------------------------------------------- the two triplet settings
+    n_triplets = (args.steps + 1) * args.batch_size
+    abstracts = real_abstracts()
+    corpus = make_corpus(n_papers=max(400, n_triplets // 2), seed=0)
+    ids = sorted(corpus.papers)
+    if abstracts and args.long_texts:
+        pool = [" ".join(abstracts[(i + j) % len(abstracts)] for j in range(4)) for i in range(len(abstracts))]
+        source = f"four CSAbstruct abstracts a text ({len(abstracts)}, $SDR_DATA), truncated at max_length"
+    elif abstracts:
+        pool, source = abstracts, f"CSAbstruct abstracts ({len(abstracts)}, $SDR_DATA)"
+    else:
+        pool = [base.paper_text(corpus.papers[pid]) for pid in ids]
+        source = "synthetic title [SEP] abstract (no $SDR_DATA)"
+    graph_triplets, _ = specter_triplets(corpus.graph, seed=0, progress=False, verbose=False)
+    settings = {
+        "synthetic graph": (graph_triplets[:n_triplets], {pid: pool[i % len(pool)] for i, pid in enumerate(ids)}),
+        "no repeats": no_repeat_triplets(n_triplets, pool, args.batch_size),
+    }
+    lengths_of = {}
+    statistics_of = {}
+    for setting, (triplets, texts) in settings.items():
+        unique = list(dict.fromkeys(texts.values()))
+        lengths_of.update(zip(unique, (len(row) for row in encoder.token_ids(unique, cache=False))))
+        # a run times the (steps + 1)-step call minus the 1-step call: count the FLOPs the same way
+        steps = step_texts(triplets, texts, args.batch_size)
+        first = step_texts(triplets[:args.batch_size], texts, args.batch_size)
+        distinct = [list(dict.fromkeys(step)) for step in steps]
 
-    def stamp(row):
+        def flops(groups, sign=1.0):
+            return sign * sum(training_flops(n_matmul, [lengths_of[t] for t in group], layers, hidden)
+                              for group in groups)
+
+        statistics_of[setting] = {
+            "repeated": float(np.mean([1 - len(d) / len(step) for d, step in zip(distinct, steps)])),
+            "ours": flops(distinct) + flops([list(dict.fromkeys(step)) for step in first], -1.0),
+            "all": flops(steps) + flops(first, -1.0),
+            "distinct": [[lengths_of[t] for t in d] for d in distinct],
+        }
+    timed = args.steps * args.batch_size
+
+    def padding_share(packed: bool, chunk_tokens: int, setting: str) -> float:
+        """Pad tokens among the tokens run, from the encoder's own chunking of each timed step."""
+        probe = Encoder(encoder.model, encoder.tokenizer, encoder.pooling, encoder.max_length, device,
+                        packed=packed)
+        probe.chunk_tokens = chunk_tokens
+        real = run = 0
+        for lengths in statistics_of[setting]["distinct"]:
+            for chunk in probe.chunks(lengths):
+                chunk_real = sum(lengths[i] for i in chunk)
+                real += chunk_real
+                run += chunk_real if packed else len(chunk) * max(lengths[i] for i in chunk)
+        return 1 - real / run
+
+    def synchronize():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        stamps.append(time.perf_counter())
 
-    def measure(packed: bool, chunk_tokens: int, compile_: bool = False) -> tuple[float, str, float, str]:
-        """triplets/s, MFU, padding share and peak memory of sdr.train with one encoding path."""
-        run = Encoder.load(str(folder / "model"), device=str(device))
-        run.packed, run.compile_packed = packed, compile_
-        ran = {"real": 0, "all": 0}
+    def seconds_of_ours(variant: dict, triplets, texts) -> tuple[float, float | None]:
+        """Wall time of the timed steps of sdr.train: T(steps + 1) - T(1), after a warm-up call."""
+        run = Encoder.load(str(folder / "model"), device=str(device), packed=variant["packed"])
+        run.compile_packed = variant["compile"]
+        objective = TripletObjective(texts)
 
-        def count(module, inputs):  # the token ids the embedding layer sees: pads included when padded
-            ran["all"] += inputs[0].numel()
-            ran["real"] = ran["real"] + (inputs[0] != pad_id).sum()  # a device tensor: no sync per call
+        def call(n_steps: int) -> float:
+            config = TrainConfig(epochs=1, batch_size=args.batch_size, accumulation_steps=1, learning_rate=2e-5,
+                                 warmup_steps=0, seed=0, progress=False, chunk_tokens=variant["chunk_tokens"])
+            synchronize()
+            start = time.perf_counter()
+            train(run, triplets[:n_steps * args.batch_size], objective, config)
+            synchronize()
+            return time.perf_counter() - start
 
-        # no counting hook under torch.compile: the compiler guards on the hook's counters and would
-        # recompile every call (a packed run has no pad tokens by construction)
-        hook = None if compile_ else run.model.embeddings.word_embeddings.register_forward_pre_hook(count)
-        stamps.clear()
+        call(3 if variant["compile"] else 1)  # warm-up (and compilation)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
-        config = TrainConfig(epochs=1, batch_size=args.batch_size, accumulation_steps=1, learning_rate=2e-5,
-                             warmup_steps=0, seed=0, progress=False, chunk_tokens=chunk_tokens)
-        train(run, triplets, TripletObjective(texts), config, callback=stamp)
-        if hook is not None:
-            hook.remove()
-        seconds = stamps[-1] - stamps[0]
-        memory = (f"{torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB" if device.type == "cuda"
-                  else f"{peak_rss_mib():.0f} MiB RSS")
-        mfu = (f"{6 * n_parameters * sum(real_tokens[args.batch_size:]) / seconds / (peak * 1e12):.1%}"
-               if peak else "n/a")
-        padding = 1 - int(ran["real"]) / ran["all"] if hook is not None else 0.0
-        return timed / seconds, mfu, padding, memory
+        one = call(1)
+        whole = call(args.steps + 1)
+        memory = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
+        return whole - one, memory
 
-    stamps = []
-    lines = [machine_line("bench_train_gpu"), device_text,
-             f"model: {label}, {n_parameters / 1e6:.0f} M parameters; texts: {source}, "
-             f"{np.mean(list(lengths.values())):.0f} tokens per text (mean)",
-             f"training: SPECTER triplets, effective batch {args.batch_size}, {args.steps} timed optimizer steps "
-             "after 1 warm-up",
-             f"{'trainer':<40}{'triplets/s':>12}{'MFU':>8}{'padding':>9}  peak memory"]
-    # padded: each length-sorted chunk padded to its longest text; packed: one token stream (sdr.packed)
-    variants = [("sdr.train, padded chunks of 16K tokens", False, 16384, False),
-                ("sdr.train, packed, 16K tokens a chunk", True, 16384, False),
-                ("sdr.train, packed, 64K tokens a chunk", True, 65536, False)]
-    if device.type == "cuda" and args.compile:
-        variants.append(("sdr.train, packed + torch.compile", True, 16384, True))
-    speeds = {}
-    for name, packed, chunk_tokens, compile_ in variants:
-        speed, mfu, padding, memory = measure(packed, chunk_tokens, compile_)
-        speeds[name] = speed
-        lines.append(f"{name:<40}{speed:>12.1f}{mfu:>8}{padding:>9.1%}  {memory}")
-        print(lines[-1], flush=True)
-    best = max(speeds, key=speeds.get)
-    seconds = timed / speeds[best]
-
+    # ---------------------------------------------------------------- sentence-transformers, set up well
     try:
-        import datasets  # noqa: F401  (sentence-transformers' trainer needs it)
+        import accelerate  # noqa: F401
+        import datasets  # noqa: F401
         have_st_trainer = True
     except ImportError:
         have_st_trainer = False
-    if have_st_trainer:
+    st_attention = "sdpa"
+    if device.type == "cuda":
+        from transformers.utils import is_flash_attn_2_available
+
+        if is_flash_attn_2_available():
+            st_attention = "flash_attention_2"
+
+    def seconds_of_st(compile_: bool, triplets, texts) -> tuple[float, float | None, str]:
         from datasets import Dataset
         from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
                                            SentenceTransformerTrainingArguments, losses)
-        from transformers import TrainerCallback
 
-        model = SentenceTransformer(str(folder / "model"), device=str(device))
-        st_stamps = []
+        kwargs = {"attn_implementation": st_attention}
+        if st_attention == "flash_attention_2":  # flash-attn wants the weights in half precision
+            kwargs["torch_dtype"] = torch.bfloat16 if plan.precision == "bf16" else torch.float16
+        model = SentenceTransformer(str(folder / "model"), device=str(device), model_kwargs=kwargs)
+        used = model[0].auto_model.config._attn_implementation
+        loss = losses.TripletLoss(model, distance_metric=losses.TripletDistanceMetric.EUCLIDEAN, triplet_margin=1.0)
 
-        class Stamp(TrainerCallback):
-            def on_step_end(self, *unused, **kwargs):
-                stamp(None)
-                st_stamps.append(stamps.pop())
+        def call(n_steps: int) -> float:
+            chosen = triplets[:n_steps * args.batch_size]
+            data = Dataset.from_dict({"anchor": [texts[t.query] for t in chosen],
+                                      "positive": [texts[t.positive] for t in chosen],
+                                      "negative": [texts[t.negative] for t in chosen]})
+            arguments = SentenceTransformerTrainingArguments(
+                output_dir=str(folder / "st"), num_train_epochs=1, per_device_train_batch_size=args.batch_size,
+                learning_rate=2e-5, warmup_steps=0, seed=0, save_strategy="no", report_to="none",
+                disable_tqdm=True, logging_strategy="no", bf16=device.type == "cuda" and plan.precision == "bf16",
+                fp16=device.type == "cuda" and plan.precision == "fp16", use_cpu=device.type == "cpu",
+                torch_compile=compile_)
+            trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=data, loss=loss)
+            synchronize()
+            start = time.perf_counter()
+            trainer.train()
+            synchronize()
+            return time.perf_counter() - start
 
-        data = Dataset.from_dict({"anchor": [texts[t.query] for t in triplets],
-                                  "positive": [texts[t.positive] for t in triplets],
-                                  "negative": [texts[t.negative] for t in triplets]})
-        loss = losses.TripletLoss(model, distance_metric=losses.TripletDistanceMetric.EUCLIDEAN,
-                                  triplet_margin=1.0)
-        arguments = SentenceTransformerTrainingArguments(
-            output_dir=str(folder / "st"), num_train_epochs=1, per_device_train_batch_size=args.batch_size,
-            learning_rate=2e-5, warmup_steps=0, seed=0, save_strategy="no", report_to="none",
-            disable_tqdm=True, logging_strategy="no", bf16=device.type == "cuda", use_cpu=device.type == "cpu")
+        call(3 if compile_ else 1)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
-        SentenceTransformerTrainer(model=model, args=arguments, train_dataset=data, loss=loss,
-                                   callbacks=[Stamp()]).train()
-        st_seconds = st_stamps[-1] - st_stamps[0]
-        st_mfu = (f"{6 * n_parameters * sum(real_tokens[args.batch_size:]) / st_seconds / (peak * 1e12):.1%}"
-                  if peak else "n/a")
-        st_memory = (f"{torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB" if device.type == "cuda"
-                     else "(same process)")
-        lines.append(f"{'sentence-transformers':<40}{timed / st_seconds:>12.1f}{st_mfu:>8}{'':>9}  {st_memory}")
-        lines.append(f"fastest sdr.train ({best}) / sentence-transformers: {st_seconds / seconds:.2f}x")
+        one = call(1)
+        whole = call(args.steps + 1)
+        memory = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
+        precision = {"bf16": "bf16 autocast", "fp16": "fp16 autocast"}.get(plan.precision, "float32") \
+            if device.type == "cuda" else "float32"
+        return whole - one, memory, f"{precision}, attn_implementation={used!r}" + (", torch.compile" if compile_ else "")
+
+    # ---------------------------------------------------------------- the trainers, alternating
+    packed_label = "packed" + ("" if plan.packed else " (not the default here)")
+    variants = {"sdr.train, padded chunks of 16K tokens": {"packed": False, "chunk_tokens": 16384, "compile": False},
+                f"sdr.train, {packed_label}, 16K-token chunks": {"packed": True, "chunk_tokens": 16384, "compile": False}}
+    if device.type == "cuda":
+        variants[f"sdr.train, {packed_label}, 64K-token chunks"] = {"packed": True, "chunk_tokens": 65536,
+                                                                  "compile": False}
+        if args.compile:
+            variants["sdr.train, packed + torch.compile"] = {"packed": True, "chunk_tokens": 16384, "compile": True}
+    trainers = [(name, "ours", variant) for name, variant in variants.items()]
+    if have_st_trainer:
+        trainers.append(("sentence-transformers", "st", False))
+        if args.compile:
+            trainers.append(("sentence-transformers + torch.compile", "st", True))
+    measured = {(setting, name): [] for setting in settings for name, _, _ in trainers}
+    memory_of, st_used = {}, {}
+    for run_number in range(args.runs):
+        for setting, (triplets, texts) in settings.items():
+            for name, kind, variant in trainers:
+                if kind == "ours":
+                    seconds, memory = seconds_of_ours(variant, triplets, texts)
+                else:
+                    seconds, memory, st_used[name] = seconds_of_st(variant, triplets, texts)
+                measured[(setting, name)].append(timed / seconds)
+                memory_of[(setting, name)] = max(memory or 0.0, memory_of.get((setting, name), 0.0))
+                print(f"run {run_number + 1}, {setting}, {name}: {timed / seconds:.1f} triplets/s", flush=True)
+
+    lines = [machine_line("bench_train_gpu"), device_text,
+             f"plan: {plan.describe()}",
+             f"model: {label}, {n_parameters / 1e6:.1f} M parameters, {n_matmul / 1e6:.1f} M in matrix products "
+             f"(MFU counts these); texts: {source}, {np.mean(list(lengths_of.values())):.0f} tokens per text (mean)",
+             f"training: SPECTER triplets, effective batch {args.batch_size}, {args.steps} timed optimizer steps a "
+             f"run, median of {args.runs} alternating runs (min–max)"]
+    for setting in settings:
+        stats = statistics_of[setting]
+        lines.append(f"setting '{setting}': {stats['repeated']:.1%} of a step's texts repeat an earlier one "
+                     f"(mean over the timed steps), so sdr.train computes {1 - stats['repeated']:.1%} of them")
+        lines.append(f"  {'trainer':<66}{'triplets/s (min–max)':>26}{'MFU':>7}{'padding':>9}  peak memory")
+        for name, kind, variant in trainers:
+            speeds = measured[(setting, name)]
+            flops = stats["ours"] if kind == "ours" else stats["all"]
+            seconds = timed / statistics.median(speeds)
+            mfu_text = f"{mfu(flops, seconds, peak[0]):.1%}" if peak else "n/a"
+            padding = (f"{padding_share(variant['packed'], variant['chunk_tokens'], setting):.1%}"
+                       if kind == "ours" else "")
+            memory = memory_of[(setting, name)]
+            memory_text = f"{memory:.1f} GiB" if device.type == "cuda" else f"{peak_rss_mib():.0f} MiB RSS (process)"
+            lines.append(f"  {name:<66}{median_range(speeds):>26}{mfu_text:>7}{padding:>9}  {memory_text}")
+        if have_st_trainer:
+            best = max((n for n, k, _ in trainers if k == "ours"), key=lambda n: statistics.median(measured[(setting, n)]))
+            st = statistics.median(measured[(setting, "sentence-transformers")])
+            lines.append(f"  fastest sdr.train ({best}) / sentence-transformers: "
+                         f"{statistics.median(measured[(setting, best)]) / st:.2f}x")
+    if have_st_trainer:
+        versions = __import__("sentence_transformers").__version__, __import__("transformers").__version__
+        for name, used in st_used.items():
+            lines.append(f"{name}: sentence-transformers {versions[0]} (transformers {versions[1]}), {used}")
     else:
         lines.append("sentence-transformers' trainer: not run (needs the `datasets` and `accelerate` packages)")
 
-    # encoding: the book's encode_texts vs sentence-transformers' encode, same weights, bf16 on CUDA
+    # ---------------------------------------------------------------- encoding (inference), one run each
     from sentence_transformers import SentenceTransformer
 
-    papers = [texts[ids[i % len(ids)]] for i in range(args.encode_papers)]
-    st_model = SentenceTransformer(str(folder / "model"), device=str(device))
+    papers = [pool[i % len(pool)] for i in range(args.encode_papers)]
+    st_model = SentenceTransformer(str(folder / "model"), device=str(device),
+                                   model_kwargs={"attn_implementation": st_attention})
     if device.type == "cuda":
-        st_model = st_model.to(torch.bfloat16)
-    lines.append(f"encoding {len(papers)} texts (inference), papers/s:")
+        st_model = st_model.to(torch.bfloat16 if plan.precision == "bf16" else torch.float16)
+    lines.append(f"encoding {len(papers)} texts (inference, one run each), papers/s:")
     for batch in (32, 128, 512):
         rates = {}
         for packed in (False, True):
             encoder.chunk_tokens, encoder.packed = 0, packed
             encoder.encode_texts(papers[:batch], batch_size=batch, progress=False)  # warm-up
+            synchronize()
             start = time.perf_counter()
             encoder.encode_texts(papers, batch_size=batch, progress=False)
             rates[packed] = len(papers) / (time.perf_counter() - start)
@@ -248,7 +412,8 @@ def main() -> None:
     if not args.quick:
         name = "cpu" if device.type == "cpu" else "-".join(torch.cuda.get_device_name(device).lower().split())
         (RESULTS / f"train_gpu_{name}{'_512' if args.long_texts else ''}.txt").write_text(text + "\n")
-    print(json.dumps({"triplets_per_second": speeds}))
+    print(json.dumps({f"{setting} / {name}": statistics.median(values)
+                      for (setting, name), values in measured.items()}))
 
 
 if __name__ == "__main__":

@@ -655,3 +655,46 @@ def test_cfs3_pool_excludes_the_evaluation_sentences(tmp_path):
     assert (audit["after"] == 0).all()
     assert by.loc[("CSAbstruct test", "csfcube"), "removed from this source (any set)"] == 2
     assert leakage_audit(kept, held_out)["pool sentences equal to a held-out one"].sum() == 0
+
+
+# --- the data policy (issue 20): the chapter's pool and phrases through ChapterData inputs -------------------------
+
+def test_replica_phrases_and_synthetic_pool_without_data(tmp_path):
+    from types import SimpleNamespace
+
+    from sdr import cfs3
+    from sdr.synthetic import make_corpus
+
+    phrases = cfs3.load_phrases(cfs3.write_replica_phrases(tmp_path / "phrases"))
+    assert len(phrases) > 0 and not phrases.report["labels_without_phrases"]
+    # no real sentence source: the synthetic corpus' sentences, with the planted labels to check recovery against
+    corpus = make_corpus(n_papers=12, seed=0)
+    parts, reports = cfs3.chapter_sentence_pool({name: None for name in cfs3.POOL_SOURCES}, lambda: corpus)
+    assert list(parts) == ["synthetic"] and reports["synthetic"]["papers"] == 12
+    assert any("planted_label" in s.meta for s in parts["synthetic"])
+    # a real source found: only the real sentences (a replica input is never read as a pool source)
+    replica = SimpleNamespace(real=False, path=tmp_path / "nothing")
+    with pytest.raises(ValueError, match="no real sentence source"):
+        cfs3.chapter_sentence_pool({"scicite": replica})
+    with pytest.raises(ValueError, match="unknown sources"):
+        cfs3.sentence_pool({"pubmed_rct": tmp_path})
+
+
+def test_sentence_pool_of_real_folders_equals_the_mirror_pool(real_data):
+    from sdr import cfs3
+
+    parts, _ = cfs3.sentence_pool({"csabstruct": real_data("csabstruct"), "scicite": real_data("scicite")})
+    assert list(parts) == ["CSAbstruct train", "SciCite"]
+    whole, _ = cfs3.real_sentence_pool(real_data("scicite").parent)
+    assert [s.text for s in whole["SciCite"]] == [s.text for s in parts["SciCite"]]
+    assert len(whole) == 4
+
+
+def test_paper_table_states_no_phrase_count():
+    """The paper prints no count of the Phrasebank's phrases: the table leaves it empty and says why."""
+    from sdr import book, cfs3
+
+    table = book.read_paper_table("cfs3_counts")
+    row = table[(table["table"] == "§3.1") & (table["model"] == "Academic Phrasebank")].iloc[0]
+    assert pd.isna(row["phrases"]) and row["labels_used"] == 80 and "no phrase count" in row["note"]
+    assert cfs3.PAPER_COUNTS["phrases_original"] is None

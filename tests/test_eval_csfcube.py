@@ -377,3 +377,27 @@ def test_cli_contract(tmp_path, capsys):
     args = parser.parse_args(["--data-dir", str(FIXTURE), "--embeddings", str(emb)])
     result = csfcube.run(args)  # every candidate missing: reported, still scored
     assert result["report"]["missing_embeddings"]["count"] == 40
+
+
+def test_token_cut_gives_lexical_rankers_the_text_the_encoder_reads(tiny_encoder):
+    """One comparison per benchmark (issue 26): a paper cut by TokenCut tokenizes to exactly the tokens the encoder
+    keeps of the whole paper at that input length."""
+    from sdr.corpus import Paper
+    from sdr.evaluate.csfcube import TokenCut
+
+    papers = [Paper("a", "Graph attention for citation intent classification", "We classify citations. " * 20),
+              Paper("b", "A title longer than the whole budget of tokens " * 5, "An abstract."),
+              Paper("c", "Short", "")]
+    for max_tokens in (8, 16, 32):
+        cut = TokenCut(tiny_encoder.tokenizer, max_tokens)
+        old = tiny_encoder.max_length
+        tiny_encoder.max_length = max_tokens
+        try:
+            for paper in papers:
+                whole = tiny_encoder.tokenize([tiny_encoder.paper_text(paper)])["input_ids"][0].tolist()
+                kept = tiny_encoder.tokenize([tiny_encoder.paper_text(cut.paper(paper))])["input_ids"][0].tolist()
+                assert kept == whole, (max_tokens, paper.paper_id)
+        finally:
+            tiny_encoder.max_length = old
+    with pytest.raises(ValueError, match="at least 4"):
+        TokenCut(tiny_encoder.tokenizer, 3)

@@ -151,3 +151,14 @@ def test_cli_contract(capsys):
     assert _run(sentences)(args) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["p@1"] == pytest.approx(0.6) and printed["map@r"] == pytest.approx(0.65)
+
+
+def test_per_query_ap_at_r_averages_to_the_evaluators_map_at_r_even_with_ties():
+    """The per-query values a paired interval uses are the evaluator's own (same neighbours, same tie order)."""
+    rng = np.random.default_rng(0)
+    labels = list(rng.choice(list("abcde"), 300)) + ["z"]  # "z": a singleton, not a query
+    vectors = rng.normal(size=(301, 8))
+    vectors[:50] = vectors[0]  # 50 identical sentences: ties the order of neighbours must break the same way
+    result = sentences.evaluate(vectors, labels)
+    assert len(result["per_query"]) == 300 and 300 not in result["per_query"]
+    assert np.mean(list(result["per_query"].values())) == pytest.approx(result["map@r"], abs=1e-12)

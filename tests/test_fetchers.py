@@ -157,3 +157,51 @@ def test_s2orc_bad_record_names_shard_and_line(tmp_path):
         return io.BytesIO(gzip.compress(b'{"corpusid": 1, "content": {"text": "x", "annotations": {"paragraph": "{}"}}}\n'))
     with pytest.raises(ValueError, match=r"shard-0.gz:1: annotation 'paragraph': expected a list of spans"):
         s2orc.fetch_full_text(["1"], tmp_path, client=client(_shard_listing_transport), opener=bad, progress=False)
+
+
+def test_huggingface_parquet_exports_become_the_scirepeval_jsonl_layout(tmp_path):
+    """SciRepEval's configs from the Hub's parquet export (recorded listing in the API's shape; a parquet file
+    written here), in the layout sdr.evaluate.scirepeval reads; a second run reads nothing again."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sdr.evaluate import scirepeval as sre
+    from sdr.fetchers import huggingface
+
+    registry = tmp_path / "scirepeval_tasks.jsonl"
+    registry.write_text(json.dumps({"name": "Fields of study", "type": "classification", "multi_label": True,
+                                    "data": {"meta": {"name": "allenai/scirepeval", "config": "fos"},
+                                             "test": {"name": "allenai/scirepeval_test", "config": "fos"}},
+                                    "metrics": ["f1_macro"]}) + "\n")
+    assert huggingface.registry_datasets(registry) == [("allenai/scirepeval", "fos"), ("allenai/scirepeval_test", "fos")]
+    tables = {
+        "meta": pa.table({"doc_id": ["1", "2"], "title": ["A", "B"], "abstract": ["a", None]}),
+        "test": pa.table({"doc_id": ["1", "2"], "labels": [[0, 2], [1]], "score": [0.5, float("nan")]}),
+    }
+    files = {}
+    for name, table in tables.items():
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        files[f"https://huggingface.co/parquet/{name}/0000.parquet"] = buffer.getvalue()
+    listings = {"/api/datasets/allenai/scirepeval/parquet/fos": {"evaluation": ["https://huggingface.co/parquet/meta/0000.parquet"]},
+                "/api/datasets/allenai/scirepeval_test/parquet/fos": {"test": ["https://huggingface.co/parquet/test/0000.parquet"]}}
+
+    def transport(method, url, headers, body, timeout):
+        return Response(200, json.dumps(listings[urllib.parse.urlparse(url).path]).encode())
+
+    opened = []
+
+    def opener(url):
+        opened.append(url)
+        return io.BytesIO(files[url])
+
+    counts = huggingface.fetch_configs(huggingface.registry_datasets(registry), tmp_path / "out", client=client(transport),
+                                       opener=opener, progress=False)
+    assert counts == {"configs": 2, "splits_written": 2, "splits_present": 0, "rows": 4}
+    meta = sre.read_rows(sre.split_path(tmp_path / "out" / "scirepeval" / "fos", "evaluation"))
+    test = sre.read_rows(sre.split_path(tmp_path / "out" / "scirepeval_test" / "fos", "test"))
+    assert meta == [{"doc_id": "1", "title": "A", "abstract": "a"}, {"doc_id": "2", "title": "B", "abstract": None}]
+    assert test[0]["labels"] == [0, 2] and test[1]["score"] is None  # a parquet NaN is JSON null, never NaN
+    again = huggingface.fetch_configs(huggingface.registry_datasets(registry), tmp_path / "out", client=client(transport),
+                                      opener=opener, progress=False)
+    assert again["splits_present"] == 2 and len(opened) == 2

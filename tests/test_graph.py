@@ -173,3 +173,175 @@ def test_citation_graph_from_the_released_triplet_sample(shared_data):
     assert report["edges"] + report["repeated_pairs"] == len(triplets)
     assert {q.paper_id for q, _, _ in triplets} <= {e.citing for e in citations}
     assert all(papers[e.citing].title and papers[e.cited].title for e in citations)
+
+
+# ------------------------------------------------------------ edge files of any size, partitioned PBG (issue 21)
+
+
+def _edges_of_files(paths):
+    files = graph.EdgeFiles(paths)
+    edges = [edge for citing, cited, weights in files.chunks(size=2) for edge in zip(citing, cited, weights.tolist())]
+    return edges, files
+
+
+def test_edge_files_read_every_layout(tmp_path):
+    import gzip
+    import json
+
+    tsv = tmp_path / "edges.tsv"
+    tsv.write_text("# citing, cited, weight\na\tb\n\nb\tc\t3\n")
+    citation_graph = CitationGraph()
+    citation_graph.add("a", "b", ["method"])
+    citations = citation_graph.to_jsonl(tmp_path / "graph.jsonl")
+    shards = tmp_path / "s2ag"
+    shards.mkdir()
+    with gzip.open(shards / "part0.gz", "wt") as handle:  # S2AG ships gzipped JSONL shards without a suffix
+        for record in ({"citationid": 1, "citingcorpusid": 10, "citedcorpusid": 11, "isinfluential": False},
+                       {"citationid": 2, "citingcorpusid": 10, "citedcorpusid": None}):
+            handle.write(json.dumps(record) + "\n")
+    (shards / "part1.gz").write_bytes(gzip.compress(b'{"citingcorpusid": 12, "citedcorpusid": 10}\n'))
+    s2orc = tmp_path / "metadata.jsonl"
+    s2orc.write_text(json.dumps({"paper_id": "7", "outbound_citations": ["8", "9"], "inbound_citations": ["5"]}) + "\n")
+
+    edges, files = _edges_of_files([tsv, citations, shards, s2orc])
+    assert edges == [("a", "b", 1.0), ("b", "c", 3.0), ("a", "b", 1.0), ("10", "11", 1.0), ("12", "10", 1.0),
+                     ("7", "8", 1.0), ("7", "9", 1.0)]
+    assert files.edges == 7 and files.unresolved == 1  # the reference S2 did not resolve is counted, not an edge
+
+
+@pytest.mark.parametrize("content, expected", [
+    ('{"citing": "a"}\n', r"x\.jsonl:1: a citation record needs both 'citing' and 'cited'"),
+    ('{"citing": "a", "cited": "b"}\n{"cited": 3\n', r"x\.jsonl:2: not valid JSON"),
+    ('{"paper": 1}\n', r"x\.jsonl:1: expected a citation record"),
+    ('{"citing": "a", "cited": "b", "weight": -1}\n', r"x\.jsonl:1: weight must be a finite number >= 0"),
+    ('{"citingcorpusid": true, "citedcorpusid": 2}\n', r"x\.jsonl:1: 'citingcorpusid' must be a paper id"),
+    ("a\tb\nlonely\n", r"x\.jsonl:2: found 'lonely'; expected 'citing<TAB>cited'"),
+    ("\n# nothing\n", r"x\.jsonl: no edges"),
+])
+def test_edge_file_errors_name_file_and_line(tmp_path, content, expected):
+    path = tmp_path / "x.jsonl"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=expected):
+        _edges_of_files(path)
+
+
+def test_node_ids_are_integers_until_an_id_is_not():
+    ids = graph.NodeIds()
+    ids.add(["30", "4", "30"])
+    ids.add(["1000000000000"])
+    ids.finish()
+    assert ids.numeric and ids.ids.dtype == np.int64 and ids.as_strings() == ["4", "30", "1000000000000"]
+    assert ids.positions(["30", "4"]).tolist() == [1, 0]
+    mixed = graph.NodeIds()
+    mixed.add(["7", "30"])
+    mixed.add(["007"])  # another paper than "7": ids fall back to strings, nothing merged
+    mixed.finish()
+    assert not mixed.numeric and mixed.as_strings() == ["007", "30", "7"]
+    with pytest.raises(ValueError, match="not seen"):
+        mixed.positions(["8"])
+
+
+def test_partitions_follow_the_memory_budget():
+    gib = 2 ** 30
+    small = graph.plan_partitions(400, 3_000, 768, 4 * gib)
+    assert small.num_partitions == 1 and small.embedding_bytes == 400 * (4 * 768 + 4)
+    # S2ORC as SciNCL embedded it (A.4, A.5): 52.5 M nodes, 463.7 M edges, 768-d
+    s2orc = graph.plan_partitions(52_526_134, 463_697_639, 768, 16 * gib)
+    assert s2orc.num_partitions == 38
+    assert s2orc.embedding_bytes <= 8 * gib and s2orc.bucket_bytes <= 4 * gib
+    assert graph.plan_partitions(52_526_134, 463_697_639, 768, 64 * gib).num_partitions == 10
+    assert graph.plan_partitions(10, 5, 768, 1, num_partitions=3).num_partitions == 3
+
+
+def _read_buckets(buckets):
+    from torchbiggraph.graph_storages import EDGE_STORAGES
+
+    storage = EDGE_STORAGES.make_instance(str(buckets.directory))
+    partitions = buckets.plan.num_partitions
+    rows = []
+    for lhs_partition in range(partitions):
+        for rhs_partition in range(partitions):
+            edges = storage.load_edges(lhs_partition, rhs_partition)
+            lhs = edges.lhs.to_tensor().numpy() * partitions + lhs_partition
+            rhs = edges.rhs.to_tensor().numpy() * partitions + rhs_partition
+            rows += list(zip(lhs.tolist(), rhs.tolist()))
+    return rows
+
+
+def test_buckets_hold_each_training_edge_as_often_as_its_weight(tmp_path):
+    """The streamed, partitioned preprocessing gives PBG what training_edges gives it in memory: duplicate
+    lines merged, weights as repeats, held-out edges never trained, both directions when undirected — each edge
+    in the bucket of its nodes' partitions. (Edge files hold whole weights >= 1: a 0 or a fraction is an error.)"""
+    edges = [("a", "b", 3), ("b", "c", 1), ("a", "c", 2), ("c", "d", 1), ("d", "a", 1),
+             ("a", "b", 1), ("e", "e", 1)]
+    path = tmp_path / "edges.tsv"
+    path.write_text("".join(f"{a}\t{b}\t{w}\n" for a, b, w in edges))
+    config = graph.GraphEmbeddingConfig(test_fraction=0.0, num_partitions=3)
+    buckets = graph.write_buckets(path, config, tmp_path / "plain")
+    ids = buckets.node_ids.as_strings()
+    assert ids == ["a", "b", "c", "d", "e"] and buckets.plan.num_partitions == 3
+    pairs = Counter((ids[i], ids[j]) for i, j in _read_buckets(buckets))
+    assert pairs == {("a", "b"): 4, ("b", "c"): 1, ("a", "c"): 2, ("c", "d"): 1, ("d", "a"): 1, ("e", "e"): 1}
+    report = buckets.report
+    assert (report.merged_duplicates, report.zero_weight_edges, report.self_loops, report.distinct_edges,
+            report.train_edges) == (1, 0, 1, 6, 10)
+
+    undirected = graph.write_buckets(path, graph.GraphEmbeddingConfig(test_fraction=0.0, num_partitions=2,
+                                                                      undirected=True), tmp_path / "undirected")
+    both = Counter((ids[i], ids[j]) for i, j in _read_buckets(undirected))
+    assert both[("b", "a")] == 4 and both[("a", "b")] == 4 and both[("e", "e")] == 1
+    assert sum(both.values()) == 2 * sum(pairs.values()) - 1  # a self-loop is not doubled
+
+    held_out = graph.write_buckets(path, graph.GraphEmbeddingConfig(test_fraction=0.4, num_partitions=2),
+                                   tmp_path / "held_out")
+    test = {(ids[i], ids[j]) for i, j in held_out.test_rows.tolist()}
+    trained = {(ids[i], ids[j]) for i, j in _read_buckets(held_out)}
+    assert len(test) == round(0.4 * 6) == held_out.report.test_edges and not test & trained
+    assert test | trained == set(pairs)
+
+
+def test_one_partition_splits_as_in_memory(community_corpus, tmp_path):
+    """Streaming with one partition holds out the same edges and trains on the same rows as embed()."""
+    path = graph.write_edges_tsv(tmp_path / "edges.tsv", community_corpus.graph)
+    config = graph.GraphEmbeddingConfig(test_fraction=0.05, num_partitions=1)
+    ids, rows, test, _ = graph.training_edges(community_corpus.graph, config)
+    buckets = graph.write_buckets(path, config, tmp_path)
+    assert buckets.node_ids.as_strings() == ids
+    assert [(ids[i], ids[j]) for i, j in buckets.test_rows.tolist()] == test
+    assert _read_buckets(buckets) == [tuple(row) for row in rows.tolist()]
+
+
+def test_partitioned_run_predicts_held_out_links(community_corpus, tmp_path, capsys):
+    """PBG in partitioned mode (2 partitions, through the CLI and its work dir) still learns the graph: PBG's
+    own ranking of held-out edges and a full ranking over every node computed here are far above chance."""
+    import json
+
+    edges = graph.write_edges_tsv(tmp_path / "edges.tsv", community_corpus.graph)
+    work = tmp_path / "work"
+    code = cli.main(["graph", "embed", str(edges), "--dim", "16", "--epochs", "10", "--test-fraction", "0.05",
+                     "--partitions", "2", "--work-dir", str(work), "--json"])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["report"]["num_partitions"] == 2
+    link = printed["link_prediction"]
+    # PBG's AUC: 50 is chance; measured 84.8 with 2 partitions (80.4 with one) on this graph
+    assert link["AUC"] > 70, link
+    ids = (work / "ids.txt").read_text().split()
+    vectors = np.load(work / "vectors.npy")
+    assert vectors.shape == (len(ids), 16) == (len(community_corpus.graph.nodes), 16)
+    assert np.isfinite(vectors).all() and np.abs(vectors).sum() > 0
+
+    # the same run in-process (the same embedding: the bucket order is seeded): rank each held-out edge's
+    # cited paper among all other nodes by dot product
+    result = graph.embed(edges, graph.GraphEmbeddingConfig(dimension=16, epochs=10, test_fraction=0.05,
+                                                           num_partitions=2))
+    assert result.report.num_partitions == 2 and result.link_prediction == link
+    np.testing.assert_array_equal(result.vectors, vectors)
+    position = {pid: i for i, pid in enumerate(result.ids)}
+    percentiles = []
+    for citing, cited in result.test_edges:
+        scores = result.vectors @ result.vectors[position[citing]]
+        scores[position[citing]] = -np.inf
+        percentiles.append(1 - (scores > scores[position[cited]]).sum() / (len(ids) - 1))
+    # full-ranking AUC: 0.5 is chance (measured 0.51 for random vectors); measured 0.78 here, 0.80 unpartitioned
+    assert np.mean(percentiles) > 0.7, np.mean(percentiles)

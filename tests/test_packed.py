@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+import sdr.packed
 from sdr.encoders import Encoder
-from sdr.packed import pack
+from sdr.packed import pack, packed_hidden_states
 from sdr.train import TrainConfig, TripletObjective, train
 from training_toy import TEXTS, TRIPLETS
 
@@ -50,7 +51,11 @@ def test_packed_embeddings_and_gradients_match_the_padded_forward(pooling):
         if parameter.grad is None:  # the pooler is unused by both paths
             assert named[name].grad is None, name
             continue
-        torch.testing.assert_close(named[name].grad, parameter.grad, atol=1e-5, rtol=1e-4, msg=name)
+        # absolute tolerance relative to the tensor's scale: float32 sums over every token (the token-type
+        # embedding's gradient reaches ~600) differ with the summation order, which CPU matrix kernels
+        # choose by memory alignment, so by which tests ran before
+        atol = 1e-5 * max(parameter.grad.abs().max().item(), 1.0)
+        torch.testing.assert_close(named[name].grad, parameter.grad, atol=atol, rtol=1e-4, msg=name)
         compared += 1
     assert compared > 20
 
@@ -95,8 +100,17 @@ def test_training_packed_matches_the_padded_run_without_dropout():
     (padded_loss, padded_weights), (packed_loss, packed_weights) = runs
     assert len(padded_loss) == 9 and (padded_loss > 0).sum() >= 6, padded_loss
     np.testing.assert_allclose(packed_loss, padded_loss, rtol=1e-3, atol=1e-4)
-    for name, value in padded_weights.items():
-        torch.testing.assert_close(packed_weights[name], value, atol=2e-4, rtol=1e-3, msg=name)
+    # Adam divides each gradient by its own running magnitude, so an element whose gradient is ~0 moves a
+    # full step on rounding noise either way: each tensor is compared relative to how far training moved it
+    # (within 2 % of the update), leaving out the two whose exact gradient is zero (the attention key bias:
+    # softmax ignores a shift of all scores; the last LayerNorm bias: it shifts every mean-pooled embedding
+    # alike, which the triplet loss's distances ignore), as tests/test_train_processes.py does.
+    initial = Encoder.load("minilm", num_layers=1, max_length=32, device="cpu").model.state_dict()
+    zero_gradient = ("attention.self.key.bias", "layer.0.output.LayerNorm.bias")
+    far = [name for name, value in padded_weights.items() if not name.endswith(zero_gradient)
+           and (packed_weights[name] - value).norm() > 0.02 * (value - initial[name]).norm() + 1e-6]
+    assert not far, far
+    assert sum(not torch.equal(initial[name], value) for name, value in padded_weights.items()) > 10
 
 
 def test_compiled_packed_forward_matches_eager():
@@ -121,3 +135,44 @@ def test_packed_encode_texts_matches_the_padded_one_in_input_order():
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(packed.encode_texts(texts, batch_size=5, progress=False), expected,
                                atol=1e-5, rtol=1e-5)
+
+
+def test_fused_qkv_is_the_three_projections():
+    """One matrix product over the concatenated Q/K/V weights gives the three products' numbers, forward and
+    every parameter's gradient, in training mode with dropout off."""
+    texts = list(TEXTS.values())
+    encoder = _encoder("mean")
+    ids = encoder.token_ids(texts)
+    lengths = [len(row) for row in ids]
+    flat, positions, offsets = pack(ids, torch.device("cpu"))
+    outputs, gradients = [], []
+    for fuse in (True, False):
+        encoder.model.zero_grad(set_to_none=True)
+        hidden = packed_hidden_states(encoder.model, flat, positions, offsets, (min(lengths), max(lengths)),
+                                      "nested", fuse_qkv=fuse)
+        (hidden * torch.linspace(-1, 1, hidden.shape[1])).sum().backward()
+        outputs.append(hidden.detach())
+        gradients.append({n: p.grad.clone() for n, p in encoder.model.named_parameters() if p.grad is not None})
+    torch.testing.assert_close(outputs[0], outputs[1], atol=1e-5, rtol=1e-5)
+    assert gradients[0].keys() == gradients[1].keys() and len(gradients[0]) > 20
+    for name, gradient in gradients[1].items():  # within 1e-5 of each tensor's largest entry
+        if name.endswith("attention.self.key.bias"):  # zero in exact arithmetic (softmax ignores a shift
+            assert gradient.abs().max() < 1e-5 and gradients[0][name].abs().max() < 1e-5  # of all scores)
+            continue
+        scale = gradient.abs().max().item()
+        torch.testing.assert_close(gradients[0][name], gradient, atol=1e-5 * scale, rtol=1e-5, msg=name)
+    assert any("attention.self.query" in name for name in gradients[0])
+
+
+def test_flash_attention_is_asked_for_only_where_it_runs():
+    """attention="flash" on CPU tensors (or float32 ones) runs SDPA on nested tensors: no FlashAttention
+    call where it cannot run."""
+    query, key, value = (torch.randn(7, 2, 4) for _ in range(3))
+    offsets = torch.tensor([0, 3, 7])
+    flash = sdr.packed._attention(query, key, value, offsets, (3, 4), 0.0, "flash")
+    nested = sdr.packed._attention(query, key, value, offsets, (3, 4), 0.0, "nested")
+    torch.testing.assert_close(flash, nested)
+    first = torch.softmax(query[:3].transpose(0, 1) @ key[:3].permute(1, 2, 0) / 2.0, -1) @ value[:3].transpose(0, 1)
+    torch.testing.assert_close(nested[:3], first.transpose(0, 1), atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="attention must be one of"):
+        sdr.packed.pool_packed_stream(None, (None, None, offsets), (3, 4), "cls", attention="math")

@@ -136,10 +136,8 @@ def test_a_broken_notebook_is_an_input_error(tmp_path):
         parameters.parameter_specs(tmp_path / "absent.ipynb")
 
 
-def test_every_chapter_and_profile_of_the_book_fits_except_the_known_flew_case():
-    """The real chapters and profiles.yml, checked as `chapter_parameters` will: one known mismatch
-    (flew's csfcube_eval takes "replica" at smoke but its cell's default is False; an annotation
-    `csfcube_eval: Union[bool, str] = False` in the cell declares it)."""
+def test_every_chapter_and_profile_of_the_book_fits():
+    """The real chapters and profiles.yml (and the paper dry run's caps), checked as `chapter_parameters` does."""
     from sdr import book
 
     profiles = book.load_profiles()
@@ -154,4 +152,4 @@ def test_every_chapter_and_profile_of_the_book_fits_except_the_known_flew_case()
             for key, value in values.items():
                 if key in found and parameters.mismatch(found[key], value):
                     mismatches.append((chapter, profile, key))
-    assert set(mismatches) <= {("flew", "smoke", "csfcube_eval")}, mismatches
+    assert mismatches == []

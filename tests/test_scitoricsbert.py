@@ -278,3 +278,144 @@ def test_sampled_label_subsets_are_nested_seeded_and_valid():
         st.sample_label_subsets(labels, [30], seed=0)
     kept = st.items_with_labels(toy_items(), ["aim", "gap"])
     assert {i.label for i in kept} == {"aim", "gap"} and len(kept) == 2 * len(TOPICS)
+
+
+# --- issue 20/23: the data policy, the baselines, MAP@R on the GPU -----------------------------------------------
+
+def test_torch_knn_equals_faiss_and_the_naive_loop_on_cpu():
+    """The GPU path (blockwise torch k-NN) gives the faiss path's P@1 and MAP@R; here both run on the CPU."""
+    import numpy as np
+
+    from sdr.evaluate import sentences
+
+    rng = np.random.default_rng(0)
+    labels = [str(x) for x in rng.integers(0, 6, size=300)]
+    vectors = rng.normal(size=(300, 16)) + np.eye(16)[[int(x) for x in labels]] * 3.0  # a planted signal
+    faiss_scores = sentences.evaluate(vectors, labels, device="cpu", knn="faiss")
+    torch_scores = sentences.evaluate(vectors, labels, device="cpu", knn="torch")
+    naive = sentences.naive_scores(vectors, labels)
+    assert faiss_scores["report"]["knn"] == "faiss" and torch_scores["report"]["knn"] == "torch"
+    for metric in ("p@1", "map@r"):
+        assert torch_scores[metric] == pytest.approx(faiss_scores[metric], abs=1e-9)
+        assert torch_scores[metric] == pytest.approx(naive[metric], abs=1e-6)
+    assert 0.3 < torch_scores["map@r"] < 1  # the planted signal is found, not perfectly
+    with pytest.raises(ValueError, match="knn must be"):
+        sentences.evaluate(vectors, labels, knn="annoy")
+
+
+def test_knn_backend_follows_the_device(monkeypatch):
+    from sdr.evaluate import sentences
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert sentences.knn_backend() == ("cpu", "faiss")
+    with pytest.raises(ValueError, match="no CUDA device"):
+        sentences.knn_backend("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert sentences.knn_backend() == ("cuda", "torch")
+
+
+def test_baselines_are_the_chapter_models_and_name_paper_rows():
+    from sdr import datasets
+
+    assert datasets.CHAPTER_MODELS["scitoricsbert"] == tuple(b.model for b in (*st.BASELINES, st.RELEASED))
+    table3 = set(book.read_paper_table("scitoricsbert_table3")["model"])
+    table4 = set(book.read_paper_table("scitoricsbert_table4")["model"])
+    for baseline in (*st.BASELINES, st.RELEASED):
+        assert baseline.table3 in table3 and baseline.table4 in table4, baseline
+        assert baseline.pooling in ("mean", "cls")
+    # every baseline row of the paper but SciBERT (the chapter's base model) and GloVe (stated on the page)
+    paper_baselines = {m for m in table4 if not m.startswith("SciToricsBERT")}
+    assert paper_baselines - {b.table4 for b in st.BASELINES} == {"SciBERT avg.", "GloVe avg."}
+
+
+def test_paper_inputs_with_and_without_the_release():
+    from sdr import datasets
+
+    assert st.paper_inputs(True) == datasets.CHAPTER_DATA["scitoricsbert"]
+    assert "cf_sentences" in st.paper_inputs(True) and "cfs3" in st.paper_inputs(True)
+    without = st.paper_inputs(False)
+    assert "cfs3" not in without and {"academic_phrasebank", "scicite", "csfcube", "s2orc_sample"} <= set(without)
+
+
+@pytest.fixture
+def no_data(tmp_path, monkeypatch):
+    from sdr import datasets
+
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.delenv(datasets.DRY_RUN_ENV, raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SDR_DATA_LOCK", str(tmp_path / "lock.json"))
+    yield tmp_path
+    datasets.activate(None)
+
+
+def test_paper_without_data_stops_naming_the_manual_cf_download(no_data):
+    """At paper the chapter stops before training; the CF-labelled set's error says how to get it by hand."""
+    from sdr import datasets
+
+    with pytest.raises(datasets.PaperDataMissing) as caught:
+        datasets.ChapterData("scitoricsbert", "paper", download=False, needs=st.paper_inputs(True),
+                             models=["allenai/scibert_scivocab_uncased"])
+    message = str(caught.value)
+    assert message.startswith("scitoricsbert at profile paper: 4 of the 4 data sets it reads are missing")
+    assert "iwa2ki.com/FE" in message and "sentence-dataset" in message  # the manual download, explained
+    assert "sdr data fetch cfs3" in message and "sdr data fetch pubmed_rct" in message
+    for model in datasets.CHAPTER_MODELS["scitoricsbert"]:
+        assert f"model {model}" in message
+
+
+def test_cfs3_training_set_replica_without_data(no_data):
+    """real without data (a fresh clone): the CFS3 is the replica, split 4:1, evaluation sentences removed."""
+    from sdr import cfs3, datasets
+    from sdr.synthetic import make_corpus
+    from sdr.synthetic.sentences import write_cfs3
+
+    corpus = make_corpus(n_papers=40, seed=0)
+    data = datasets.ChapterData("scitoricsbert", "real", workdir=no_data / "work")
+    csabstruct = data.input("csabstruct", role="training", replica=lambda f: f)
+    planted = cfs3.read_labelled(write_cfs3(corpus, no_data / "all.jsonl"))
+    held = {cfs3.normalise_text(planted[0].text)}
+    result = st.cfs3_training_set(data, release=False, csabstruct=csabstruct, seed=0, evaluation_texts=held,
+                                  replica=lambda folder: write_cfs3(corpus, folder / "CFS3.jsonl"))
+    assert result.origin == "replica" and result.pool_audit is None
+    same_text = sum(cfs3.normalise_text(r.text) in held for r in planted)
+    assert result.removed_as_evaluation == same_text >= 1
+    assert len(result.train) + len(result.valid) == len(planted) - same_text
+    assert abs(len(result.valid) / (len(result.train) + len(result.valid)) - 0.2) < 0.05
+    assert data.table().loc["academic_phrasebank", "kind"] == "replica"
+
+
+def test_cfs3_training_set_release_at_paper(no_data, monkeypatch):
+    """paper: the released splits are read as released (the dry-run fixture in the release's layout)."""
+    from sdr import cfs3, datasets, dryrun
+
+    dryrun.write_cfs3_release(no_data / "cache" / "cfs3", dryrun.FixtureCorpus(n_papers=60))
+    monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")  # the Hub models are not checked in the dry run
+    data = datasets.ChapterData("scitoricsbert", "paper", download=False, needs=("cfs3",))
+    result = st.cfs3_training_set(data, release=True, csabstruct=None, seed=0, replica=None)
+    assert result.origin == "release" and result.removed_as_evaluation == 0
+    assert [r.text for r in result.train] == [r.text for r in cfs3.read_labelled(no_data / "cache" / "cfs3" /
+                                                                                   "CFS3_train.jsonl")]
+    assert "CFS3 release (Alab-NII/CFS3)" in result.source
+
+
+def test_one_dataset_read_as_replica_and_real_shows_twice(no_data):
+    """smoke with data: CSAbstruct is a replica to train on and real to score; the page's table lists both."""
+    from sdr import datasets
+
+    real = no_data / "mirror" / "csabstruct"
+    real.mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        (real / f"{split}.jsonl").write_text('{"sentences": ["a"], "labels": ["x"]}\n')
+    import os
+
+    os.environ["SDR_DATA"] = str(no_data / "mirror")
+    try:
+        data = datasets.ChapterData("scitoricsbert", "smoke", "auto", workdir=no_data / "work")
+        training = data.input("csabstruct", role="training", replica=lambda folder: folder)
+        test = data.input("csabstruct", replica=lambda folder: folder)
+    finally:
+        del os.environ["SDR_DATA"]
+    assert (training.kind, test.kind) == ("replica", "real")
+    table = data.table()
+    assert table.loc["csabstruct", "kind"] == "replica" and table.loc["csabstruct (evaluation)", "kind"] == "real"

@@ -157,7 +157,7 @@ def test_a_finished_run_keeps_a_small_record_not_the_full_checkpoint(interrupted
     """The optimizer moments and weight copies of a finished run are dropped (they were ~4× the model on
     disk, gigabytes per chapter); the record left says the run finished, and the model folder has the weights."""
     output_dir = interrupted_and_resumed["output_dir"]
-    record = torch.load(output_dir / "checkpoint.pt", weights_only=False)
+    record = torch.load(output_dir / "checkpoint.pt", weights_only=True)
     assert record["finished"] and record["step"] == 6 and "optimizer" not in record and "model" not in record
     model_bytes = (output_dir / "model" / "model.safetensors").stat().st_size
     assert (output_dir / "checkpoint.pt").stat().st_size < model_bytes / 10
@@ -269,8 +269,11 @@ def test_gradient_accumulation_matches_a_bigger_batch(fresh_tiny_encoder):
     assert losses[0] == pytest.approx(losses[1], rel=1e-6) and losses[0] > 90  # every hinge active
     assert gradients[0].keys() == gradients[1].keys() and len(gradients[0]) > 10
     for name, gradient in gradients[0].items():
-        # equal up to float rounding (different padding lengths change the summation order)
-        torch.testing.assert_close(gradients[1][name], gradient, rtol=1e-4, atol=1e-7, msg=name)
+        # equal up to float rounding (different padding lengths change the summation order); the absolute
+        # tolerance scales with the tensor, since a gradient summed over every token (the token-type
+        # embedding's) differs by ~3e-7 where its entries reach 0.6
+        atol = 1e-6 * gradient.abs().max().item() + 1e-7
+        torch.testing.assert_close(gradients[1][name], gradient, rtol=1e-4, atol=atol, msg=name)
     total = torch.sqrt(sum((g ** 2).sum() for g in gradients[0].values()))
     assert total > 1e-3  # the gradient is not trivially zero
 

@@ -1,6 +1,9 @@
 """Training across processes: a run killed with SIGKILL after a checkpoint and resumed by a new process ends
-with the weights of an uninterrupted run, and data-parallel training over two gloo processes (torchrun)
-ends with the weights of one process at the same global batch.
+with the weights of an uninterrupted run; data-parallel training over two gloo processes (torchrun), started
+from different initial weights, ends with the weights of one process at the same global batch (rank 0's
+weights are broadcast); and a two-process run stopped after a checkpoint and resumed by two new processes
+ends exactly where an uninterrupted two-process run does (each rank restores its own random state, so their
+different dropout masks continue).
 
 The training processes run this file as a script (``python tests/test_train_processes.py MODE OUT``), on
 the tiny setting of ``test_train.py``: a 1-layer all-MiniLM-L6-v2 (max_length 32), CPU, float32.
@@ -18,8 +21,9 @@ from pathlib import Path
 
 import torch
 
+from sdr.losses import TripletMarginLoss
 from sdr.samplers import Triplet
-from sdr.train import TrainConfig, TripletObjective, train
+from sdr.train import StopTraining, TrainConfig, TripletObjective, train
 from training_toy import TEXTS
 from training_toy import TRIPLETS as TOY_TRIPLETS
 
@@ -39,21 +43,41 @@ class DropoutFreeTriplets(TripletObjective):
 
 
 def _run_worker(mode: str, out: Path) -> None:
-    """The training process: ``kill-me`` (slow steps, to be killed), ``resume``, or ``ddp``."""
+    """The training process: ``kill-me`` (slow steps, to be killed), ``resume``; under torchrun ``ddp``
+    (rank 1 starts from other weights, no dropout), ``ddp-full`` (dropout on), ``ddp-stop`` (the same,
+    stopped after step 3) and ``ddp-resume``."""
     from sdr.encoders import Encoder
     from sdr.train import init_distributed
 
-    device = init_distributed() if mode == "ddp" else torch.device("cpu")
+    distributed = mode.startswith("ddp")
+    device = init_distributed() if distributed else torch.device("cpu")
     encoder = Encoder.load("minilm", num_layers=1, max_length=32, device=str(device))
+    rank = int(os.environ.get("RANK", 0))
+    if mode == "ddp" and rank == 1:  # another initialization: the broadcast of rank 0's must undo it
+        generator = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for parameter in encoder.parameters():
+                parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
 
-    def slow(row):  # leave the test time to see the checkpoint and kill the process
-        if mode == "kill-me":
+    def callback(row):
+        if mode == "kill-me":  # leave the test time to see the checkpoint and kill the process
             time.sleep(1.0)
+        if mode == "ddp-stop" and row["step"] == 3:  # after the step-2 checkpoint, on every rank
+            raise StopTraining
 
-    objective = DropoutFreeTriplets(TEXTS) if mode == "ddp" else TripletObjective(TEXTS)
-    result = train(encoder, TRIPLETS, objective, TrainConfig(**CONFIG),
-                   output_dir=out if mode != "ddp" else None, resume=mode == "resume", callback=slow)
-    if int(os.environ.get("RANK", 0)) == 0:
+    if mode == "ddp":
+        objective = DropoutFreeTriplets(TEXTS)
+    elif distributed:  # a margin every triplet stays inside: the loss, and so each rank's dropout, always counts
+        objective = TripletObjective(TEXTS, loss=TripletMarginLoss(margin=100.0))
+    else:
+        objective = TripletObjective(TEXTS)
+    config = TrainConfig(**{**CONFIG, "checkpoint_every": 2}) if distributed else TrainConfig(**CONFIG)
+    try:
+        result = train(encoder, TRIPLETS, objective, config, output_dir=out if mode != "ddp" else None,
+                       resume=mode.endswith("resume"), callback=callback)
+    except StopTraining:
+        return
+    if rank == 0:
         torch.save(encoder.state_dict(), out / "final.pt")
         (out / "result.json").write_text(json.dumps({"resumed_from_step": result.resumed_from_step,
                                                      "loss": result.history["loss"].tolist()}))
@@ -98,12 +122,17 @@ def test_sigkill_after_a_checkpoint_then_resume_in_a_new_process(fresh_tiny_enco
     _assert_states(torch.load(tmp_path / "final.pt", weights_only=True), reference.state_dict(), exact=True)
 
 
-def test_two_gloo_processes_match_one_process_at_the_same_global_batch(fresh_tiny_encoder, tmp_path):
+def _torchrun(mode: str, out: Path) -> None:
+    """Two gloo processes running this file's worker in ``mode``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launched = subprocess.run(
-        _python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", __file__, "ddp",
-                str(tmp_path)), env=env, capture_output=True, text=True, timeout=300)
+        _python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", __file__, mode, str(out)),
+        env=env, capture_output=True, text=True, timeout=300)
     assert launched.returncode == 0, launched.stdout[-2000:] + launched.stderr[-2000:]
+
+
+def test_two_gloo_processes_from_different_weights_match_one_process(fresh_tiny_encoder, tmp_path):
+    _torchrun("ddp", tmp_path)
 
     reference = fresh_tiny_encoder()
     reference_result = train(reference, TRIPLETS, DropoutFreeTriplets(TEXTS), TrainConfig(**CONFIG))
@@ -130,6 +159,25 @@ def test_two_gloo_processes_match_one_process_at_the_same_global_batch(fresh_tin
     assert not far, f"{len(far)} tensors differ by more than 2 % of their update: {far[:8]}"
     moved = [n for n in initial if not torch.equal(initial[n], reference.state_dict()[n])]
     assert len(moved) > 10  # training changed the weights, so the comparison is not trivial
+
+
+def test_two_processes_stopped_and_resumed_by_two_new_ones_match_an_uninterrupted_pair(tmp_path):
+    uninterrupted, interrupted = tmp_path / "uninterrupted", tmp_path / "interrupted"
+    uninterrupted.mkdir(), interrupted.mkdir()
+    _torchrun("ddp-full", uninterrupted)
+    _torchrun("ddp-stop", interrupted)
+    checkpoint = torch.load(interrupted / "checkpoint.pt", weights_only=True)
+    assert checkpoint["step"] == 2 and not (interrupted / "final.pt").exists()
+    # each process's own random state (they drew different dropout masks, so the states differ)
+    assert len(checkpoint["rng"]) == 2
+    assert not torch.equal(checkpoint["rng"][0]["torch"], checkpoint["rng"][1]["torch"])
+    _torchrun("ddp-resume", interrupted)
+    resumed = json.loads((interrupted / "result.json").read_text())
+    reference = json.loads((uninterrupted / "result.json").read_text())
+    assert resumed["resumed_from_step"] == 2 and len(reference["loss"]) == 4 and min(reference["loss"]) > 90
+    assert resumed["loss"] == reference["loss"]
+    _assert_states(torch.load(interrupted / "final.pt", weights_only=True),
+                   torch.load(uninterrupted / "final.pt", weights_only=True), exact=True)
 
 
 if __name__ == "__main__":

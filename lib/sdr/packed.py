@@ -3,16 +3,20 @@
 Padding each text of a chunk to the chunk's longest costs every token-wise layer (the projections, the
 feed-forward block, LayerNorm, GELU, dropout) its share of pad tokens; on real abstracts that share was 28 %
 even after length sorting. Here the chunk's token ids are concatenated into one ``[tokens, hidden]`` stream,
-so those layers see real tokens only, and attention runs per text: on CUDA in bf16/fp16 through
-variable-length FlashAttention called on the packed tensors, elsewhere (CPU, float32) through PyTorch's
-scaled-dot-product attention on a nested (jagged) tensor.
+so those layers see real tokens only, and attention runs per text: on GPUs of compute capability 8.0 or newer
+(A100, L4, H100) in bf16/fp16 through variable-length FlashAttention called on the packed tensors, elsewhere
+(CPU, float32, or ``packed=True`` forced on an older GPU) through PyTorch's scaled-dot-product attention on a
+nested (jagged) tensor, which picks a kernel the device has. Which one runs is
+:func:`sdr.encoders.device_plan`'s choice (``attention``: ``"flash"`` or ``"nested"``); FlashAttention is never
+called on a GPU that lacks it. Q, K and V are one matrix product over the concatenated weights (the same
+numbers as three, tested to 1e-5 on CPU; its GPU speed-up is not measured).
 
 It reuses the model's own modules and weights (no copy, nothing to save differently) and computes BERT's
 forward: absolute position ids restart at 0 in every text, token type 0, attention dropout at the model's
 rate while training. It is the same function as the padded Hugging Face forward up to floating-point
 summation order (tested to 1e-5 on CPU in float32, forward and gradients, and within bf16 rounding on CUDA).
-The book uses it on CUDA only (``Encoder.packed = "auto"``): CPU runs keep the padded forward and stay
-bit-reproducible.
+The book uses it on sm80+ GPUs only (``Encoder.packed = "auto"``): CPU runs keep the padded forward and stay
+bit-reproducible, and older GPUs (T4, V100) run padded chunks through Hugging Face's SDPA attention in fp16.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ def supports_packing(model: nn.Module) -> bool:
             and not getattr(config, "is_decoder", False))
 
 
-def pack(ids: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Concatenated token ids, each token's position in its text, and the texts' start offsets (N + 1)."""
+def pack_on_host(ids: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`pack`'s tensors still on the host (page-locked when ``device`` is CUDA), so a worker thread can
+    build the next step's while the device runs this one; ``.to(device, non_blocking=True)`` then copies."""
     lengths = torch.tensor([len(row) for row in ids], dtype=torch.long)
     if (lengths < 1).any():
         raise ValueError("pack: every text needs at least one token")
@@ -43,24 +48,36 @@ def pack(ids: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tens
     flat = torch.tensor([token for row in ids for token in row], dtype=torch.long)
     starts = torch.repeat_interleave(offsets[:-1].long(), lengths)
     positions = torch.arange(int(offsets[-1])) - starts
-    pinned = device.type == "cuda"  # page-locked host memory: the copies below don't block the host
-    return tuple(t.pin_memory().to(device, non_blocking=True) if pinned else t.to(device)
-                 for t in (flat, positions, offsets))
+    if device.type == "cuda":  # page-locked host memory: the copies to the device don't block the host
+        return tuple(t.pin_memory() for t in (flat, positions, offsets))
+    return flat, positions, offsets
+
+
+def pack(ids: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Concatenated token ids, each token's position in its text, and the texts' start offsets (N + 1)."""
+    return tuple(t.to(device, non_blocking=True) for t in pack_on_host(ids, device))
+
+
+ATTENTIONS = ("flash", "nested")
 
 
 def _attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, offsets: torch.Tensor,
-               seqlens: tuple[int, int], dropout: float) -> torch.Tensor:
+               seqlens: tuple[int, int], dropout: float, attention: str = "nested") -> torch.Tensor:
     """Self-attention within each text of a packed stream: ``[tokens, heads, head_dim]`` in and out.
     ``seqlens`` (shortest, longest text) are known on the host: given, the nested tensor needs no
-    device-to-host read of the offsets, which would stall the GPU queue three times a layer."""
-    if query.is_cuda and query.dtype in (torch.bfloat16, torch.float16):
+    device-to-host read of the offsets, which would stall the GPU queue three times a layer.
+    ``attention="flash"`` (the device plan's choice on sm80+ GPUs) calls FlashAttention when the inputs are
+    CUDA bf16/fp16; anything else, and ``"nested"``, runs SDPA on nested tensors."""
+    if attention == "flash" and query.is_cuda and query.dtype in (torch.bfloat16, torch.float16):
         # variable-length FlashAttention on the packed tensors themselves (what SDPA on a nested tensor
         # calls too, minus the nested tensor's per-op Python dispatch, which made the step host-bound)
         return torch.ops.aten._flash_attention_forward(
             query, key, value, offsets, offsets, seqlens[1], seqlens[1], dropout, False, False)[0]
 
     def jagged(x):  # [tokens, heads, dim] -> [texts, heads, (length), dim]
-        return torch.nested.nested_tensor_from_jagged(x, offsets.long(), min_seqlen=seqlens[0],
+        # (a view of the fused Q/K/V product is strided; SDPA on nested tensors wants contiguous values,
+        # FlashAttention above takes the strided views as they are)
+        return torch.nested.nested_tensor_from_jagged(x.contiguous(), offsets.long(), min_seqlen=seqlens[0],
                                                       max_seqlen=seqlens[1]).transpose(1, 2)
 
     with warnings.catch_warnings():  # the CPU fallback warns that nested tensors are a prototype API
@@ -70,10 +87,24 @@ def _attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, offs
     return out.transpose(1, 2).values()
 
 
+def fused_qkv(attention: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """BERT's query, key and value projections of ``x`` as one matrix product over the concatenated weights
+    (``[tokens, 3 × hidden]``, then three views): the numbers of the three separate products, one kernel
+    launch instead of three, forward and backward."""
+    weight = torch.cat((attention.query.weight, attention.key.weight, attention.value.weight))
+    bias = torch.cat((attention.query.bias, attention.key.bias, attention.value.bias))
+    tokens = x.shape[0]
+    qkv = nn.functional.linear(x, weight, bias).view(tokens, 3, attention.num_attention_heads,
+                                                     attention.attention_head_size)
+    return qkv[:, 0], qkv[:, 1], qkv[:, 2]
+
+
 def packed_hidden_states(model: nn.Module, flat_ids: torch.Tensor, positions: torch.Tensor,
-                         offsets: torch.Tensor, seqlens: tuple[int, int]) -> torch.Tensor:
+                         offsets: torch.Tensor, seqlens: tuple[int, int], attention_kind: str = "nested",
+                         fuse_qkv: bool = True) -> torch.Tensor:
     """BERT's last hidden states for a packed stream, ``[tokens, hidden]``; ``seqlens`` = (shortest,
-    longest) text length."""
+    longest) text length; ``attention_kind`` see :func:`_attention`; ``fuse_qkv=False`` runs Q, K and V as
+    three products (kept to test the fused one against)."""
     embeddings = model.embeddings
     x = (embeddings.word_embeddings(flat_ids) + embeddings.position_embeddings(positions)
          + embeddings.token_type_embeddings(torch.zeros_like(flat_ids)))
@@ -84,9 +115,12 @@ def packed_hidden_states(model: nn.Module, flat_ids: torch.Tensor, positions: to
         heads = attention.num_attention_heads
         head_dim = attention.attention_head_size
         dropout = attention.dropout.p if model.training else 0.0
-        context = _attention(attention.query(x).view(tokens, heads, head_dim),
-                             attention.key(x).view(tokens, heads, head_dim),
-                             attention.value(x).view(tokens, heads, head_dim), offsets, seqlens, dropout)
+        if fuse_qkv:
+            query, key, value = fused_qkv(attention, x)
+        else:
+            query, key, value = (projection(x).view(tokens, heads, head_dim)
+                                 for projection in (attention.query, attention.key, attention.value))
+        context = _attention(query, key, value, offsets, seqlens, dropout, attention_kind)
         output = layer.attention.output
         x = output.LayerNorm(output.dropout(output.dense(context.reshape(tokens, heads * head_dim))) + x)
         hidden = layer.intermediate.intermediate_act_fn(layer.intermediate.dense(x))
@@ -102,16 +136,29 @@ def compiled_hidden_states():
 
 
 def packed_pool(model: nn.Module, ids: Sequence[Sequence[int]], pooling: str,
-                device: torch.device, compiled: bool = False) -> torch.Tensor:
+                device: torch.device, compiled: bool = False, attention: str = "nested") -> torch.Tensor:
     """Pooled embeddings ``[texts, hidden]`` of tokenized texts, run packed: the [CLS] (first) token's
     vector, or the mean over each text's tokens."""
-    flat_ids, positions, offsets = pack(ids, device)
     lengths = [len(row) for row in ids]
+    return pool_packed_stream(model, pack(ids, device), (min(lengths), max(lengths)), pooling, compiled,
+                              attention)
+
+
+def pool_packed_stream(model: nn.Module, packed: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                       seqlens: tuple[int, int], pooling: str, compiled: bool = False,
+                       attention: str = "nested") -> torch.Tensor:
+    """:func:`packed_pool` from :func:`pack`'s tensors, already on the model's device."""
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
+    flat_ids, positions, offsets = packed
+    texts = offsets.shape[0] - 1
     forward = compiled_hidden_states() if compiled else packed_hidden_states
-    hidden = forward(model, flat_ids, positions, offsets, (min(lengths), max(lengths)))
+    hidden = forward(model, flat_ids, positions, offsets, seqlens, attention)
     if pooling == "cls":
         return hidden[offsets[:-1].long()]
     counts = (offsets[1:] - offsets[:-1]).long()  # on the device already: no host copy
-    text_of_token = torch.repeat_interleave(torch.arange(len(ids), device=device), counts)
-    sums = torch.zeros((len(ids), hidden.shape[1]), dtype=hidden.dtype, device=device)
+    # output_size given: without it repeat_interleave reads the counts' sum back to the host (a sync)
+    text_of_token = torch.repeat_interleave(torch.arange(texts, device=hidden.device), counts,
+                                            output_size=hidden.shape[0])
+    sums = torch.zeros((texts, hidden.shape[1]), dtype=hidden.dtype, device=hidden.device)
     return sums.index_add(0, text_of_token, hidden) / counts.unsqueeze(1).to(hidden.dtype)

@@ -4,7 +4,11 @@
 * :func:`undirected_triplets` — SPECTER(Undirected), thesis (Bansal) Exp. 1, §5.1.
 * :func:`contrastive_examples` — SPECTERCL groups (1 positive / 5 negatives), thesis Exp. 2, §5.2.
 * :func:`knn_band_triplets` — SciNCL (Ostendorff et al.) §3.3–3.4: k-NN bands over citation embeddings
-  with filtered-random easy negatives; :func:`count_collisions` (SciNCL A.7.10 / A.8).
+  with filtered-random easy negatives; :func:`count_collisions` (SciNCL A.7.10 / A.8). At scale:
+  :func:`knn_bands` searches once, in blocks, for several band settings (main run + k⁻hard sweep) and keeps
+  only the bands (:class:`KnnBands`); :class:`NeighbourIndex` is the search (exact FAISS flat or IVF; FAISS
+  GPU or torch on CUDA when present); :func:`band_recall` measures an IVF index's bands against exact search
+  (:func:`exact_neighbours`) on a sample; :func:`band_check` is the per-triplet rank table, blocked.
 * :class:`PKBatchSampler` — P classes × K examples batches for metric-learning losses (SciToricsBERT).
 
 Every sampler returns ids only (``Triplet`` / ``ContrastiveExample``) plus a :class:`SamplingReport`
@@ -36,6 +40,13 @@ __all__ = [
     "undirected_triplets",
     "contrastive_examples",
     "knn_band_triplets",
+    "knn_bands",
+    "KnnBands",
+    "BandSetting",
+    "NeighbourIndex",
+    "exact_neighbours",
+    "band_check",
+    "band_recall",
     "count_collisions",
     "graph_pools",
     "GraphPools",
@@ -551,6 +562,14 @@ def contrastive_examples(
 
 # ------------------------------------------------------------------------------- SciNCL kNN bands
 
+#: FAISS GPU indexes select at most this many neighbours (``GPU_MAX_SELECTION_K`` in faiss/gpu; an error above
+#: it), fewer than SciNCL's k⁻hard + 1 = 4001: deeper exact searches on a GPU go through torch instead.
+FAISS_GPU_MAX_K = 2048
+#: ``index="auto"`` searches exactly while queries × papers × dimension stays below this (≈ minutes of
+#: BLAS on two CPU cores) or a GPU is present, and with an IVF index above it.
+EXACT_SEARCH_BUDGET = 2e12
+METRICS = ("l2", "ip", "cosine")
+
 
 def flat_index(vectors: np.ndarray, metric: str):
     """An exact FAISS index over float32 ``vectors`` for ``metric`` ("ip", "cosine" or "l2").
@@ -566,6 +585,479 @@ def flat_index(vectors: np.ndarray, metric: str):
     index = faiss.IndexFlatL2(vectors.shape[1]) if metric == "l2" else faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
     return index, vectors
+
+
+def _rows_of(vectors: np.ndarray, rows: np.ndarray | slice, metric: str) -> np.ndarray:
+    """float32 copies of some rows (L2-normalised for cosine); works on a memory-mapped array too."""
+    import faiss
+
+    block = np.ascontiguousarray(np.asarray(vectors[rows], dtype=np.float32))
+    if metric == "cosine":
+        if np.may_share_memory(block, vectors) or not block.flags.writeable:  # never normalise the caller's array
+            block = block.copy()
+        faiss.normalize_L2(block)
+    return block
+
+
+def _drop_self(rows: np.ndarray, found: np.ndarray, k: int) -> np.ndarray:
+    """``found`` (``k + 1`` columns, FAISS's ``-1`` padding last) without each query's own row: removed
+    wherever ties put it, or, if it fell outside, the last column dropped. Returns ``k`` columns."""
+    found = found[:, :k + 1]
+    if found.shape[1] <= k:  # fewer rows than k + 1 exist: pad, the query itself is surely among them
+        found = np.pad(found, ((0, 0), (0, k + 1 - found.shape[1])), constant_values=-1)
+    keep = found != rows[:, None]
+    no_self = keep.all(axis=1)
+    keep[no_self, -1] = False
+    return found[keep].reshape(len(rows), k)
+
+
+def _ranked_merge(scores: np.ndarray, rows: np.ndarray, k: int, larger_is_nearer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, the ``k`` best of concatenated candidate lists (ties: smaller row first; -1 rows last)."""
+    keyed = np.where(rows < 0, -np.inf if larger_is_nearer else np.inf, scores)
+    primary = -keyed if larger_is_nearer else keyed
+    order = np.lexsort((np.where(rows < 0, np.iinfo(np.int64).max, rows), primary), axis=1)[:, :k]
+    return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+
+class NeighbourIndex:
+    """Nearest-neighbour search over citation embeddings, one block of queries at a time.
+
+    ``kind``: ``"flat"`` (exact, FAISS ``IndexFlat``), ``"ivf"`` (FAISS ``IndexIVFFlat``: ``nlist`` k-means
+    cells, ``nprobe`` of them searched; approximate — measure its band recall with :func:`band_recall`) or
+    ``"auto"`` (flat while queries × papers × dimension < :data:`EXACT_SEARCH_BUDGET` or a GPU is present,
+    IVF above; decided at the first search, when the query count is known).
+
+    ``device``: ``"auto"`` uses a GPU when one is there — FAISS's GPU index (``faiss.get_num_gpus() > 0``)
+    for searches of at most :data:`FAISS_GPU_MAX_K` neighbours, torch on CUDA (exact: matrix product +
+    ``topk`` over chunks of the papers) for deeper exact searches — and FAISS on the CPU otherwise; ``"cpu"``,
+    ``"faiss-gpu"`` and ``"torch"`` (CUDA when available, else the CPU: the same code path) force one.
+
+    Memory: the index holds every vector (``N × d × 4`` bytes, as the embeddings themselves); a search holds
+    one block of ``block_size × (k + 1)`` results (12 bytes each), whatever the number of queries. The
+    vectors may be a memory-mapped ``.npy`` (:func:`sdr.graph.embed_edge_files`); they are added in blocks.
+    """
+
+    def __init__(self, vectors: np.ndarray, metric: str = "ip", kind: str = "flat", *, nlist: int | None = None,
+                 nprobe: int | None = None, device: str = "auto", seed: int = 0, add_block: int = 65536):
+        if metric not in METRICS:
+            raise ValueError(f"NeighbourIndex: metric must be one of {METRICS}, got {metric!r}")
+        if kind not in ("flat", "ivf", "auto"):
+            raise ValueError(f"NeighbourIndex: kind must be 'flat', 'ivf' or 'auto', got {kind!r}")
+        if device not in ("auto", "cpu", "faiss-gpu", "torch"):
+            raise ValueError(f"NeighbourIndex: device must be 'auto', 'cpu', 'faiss-gpu' or 'torch', got {device!r}")
+        if getattr(vectors, "ndim", 0) != 2 or vectors.shape[0] < 2:
+            raise ValueError(f"NeighbourIndex: need a 2-D array of at least 2 vectors, got shape "
+                             f"{getattr(vectors, 'shape', None)}")
+        self.vectors, self.metric, self.kind, self.device = vectors, metric, kind, device
+        self.n, self.dimension = int(vectors.shape[0]), int(vectors.shape[1])
+        self.nlist, self.nprobe, self.seed, self.add_block = nlist, nprobe, seed, add_block
+        self._cpu_index = None
+        self._gpu_index = None
+        self._torch_database = None
+        self.backend = None  # set at the first search: "faiss-cpu", "faiss-gpu" or "torch-<device>"
+
+    # -- building
+    def _faiss_metric(self):
+        import faiss
+
+        return faiss.METRIC_L2 if self.metric == "l2" else faiss.METRIC_INNER_PRODUCT
+
+    def _resolve_kind(self, n_queries: int) -> str:
+        if self.kind != "auto":
+            return self.kind
+        if self.device == "torch":
+            return "flat"
+        exact_cost = float(n_queries) * self.n * self.dimension
+        return "flat" if exact_cost <= EXACT_SEARCH_BUDGET or _gpu_available() else "ivf"
+
+    def _build_cpu(self, kind: str):
+        import faiss
+
+        if kind == "flat":
+            index = faiss.IndexFlatL2(self.dimension) if self.metric == "l2" else faiss.IndexFlatIP(self.dimension)
+        else:
+            # FAISS wants >= 39 training points a cell; 4·sqrt(N) cells is its usual starting point
+            self.nlist = int(self.nlist or max(1, min(int(4 * math.sqrt(self.n)), self.n // 39)))
+            quantizer = faiss.IndexFlatL2(self.dimension) if self.metric == "l2" else faiss.IndexFlatIP(self.dimension)
+            index = faiss.IndexIVFFlat(quantizer, self.dimension, self.nlist, self._faiss_metric())
+            index.cp.seed = self.seed
+            sample = np.sort(np.random.default_rng(self.seed).choice(self.n, size=min(self.n, 64 * self.nlist),
+                                                                     replace=False))
+            index.train(_rows_of(self.vectors, sample, self.metric))
+            self._quantizer = quantizer  # keep the SWIG object alive with the index
+        for start in range(0, self.n, self.add_block):
+            index.add(_rows_of(self.vectors, slice(start, start + self.add_block), self.metric))
+        return index
+
+    def _prepare(self, k: int, n_queries: int) -> None:
+        kind = self._resolve_kind(n_queries)
+        want_gpu = self.device in ("faiss-gpu", "torch") or (self.device == "auto" and _gpu_available())
+        if self.device == "torch" or (want_gpu and self.device == "auto" and kind == "flat"
+                                      and not (_faiss_gpus() and k + 1 <= FAISS_GPU_MAX_K) and _torch_cuda()):
+            if kind != "flat":
+                raise ValueError("NeighbourIndex: the torch backend searches exactly; use kind='flat'")
+            self._prepare_torch()
+            return
+        if self._cpu_index is None or getattr(self, "_cpu_kind", None) != kind:
+            self._cpu_index, self._cpu_kind = self._build_cpu(kind), kind
+        self.backend = "faiss-cpu"
+        if want_gpu and self.device != "cpu" and _faiss_gpus() and k + 1 <= FAISS_GPU_MAX_K:
+            if self._gpu_index is None:
+                import faiss
+
+                self._gpu_resources = faiss.StandardGpuResources()
+                self._gpu_index = faiss.index_cpu_to_gpu(self._gpu_resources, 0, self._cpu_index)
+            self.backend = "faiss-gpu"
+        elif self.device == "faiss-gpu":
+            raise ValueError(f"NeighbourIndex: device='faiss-gpu' but "
+                             + ("FAISS sees no GPU" if not _faiss_gpus() else
+                                f"k + 1 = {k + 1} > {FAISS_GPU_MAX_K}, FAISS's GPU limit"))
+
+    def build(self, k: int = 1, n_queries: int | None = None) -> "NeighbourIndex":
+        """Build the index now (otherwise the first search does): for searches of depth ``k`` by
+        ``n_queries`` queries (every paper by default), which decide ``"auto"`` and the device."""
+        self._prepare(k, self.n if n_queries is None else n_queries)
+        return self
+
+    def _prepare_torch(self) -> None:
+        if self._torch_database is None:
+            device = "cuda" if _torch_cuda() else "cpu"
+            import torch
+
+            self._torch_database = torch.cat([
+                torch.from_numpy(_rows_of(self.vectors, slice(s, s + self.add_block), self.metric)).to(device)
+                for s in range(0, self.n, self.add_block)])
+            self._torch_squares = (self._torch_database ** 2).sum(1) if self.metric == "l2" else None
+            self.backend = f"torch-{device}"
+            self._cpu_kind = "flat"
+
+    def describe(self) -> str:
+        kind = getattr(self, "_cpu_kind", self.kind)
+        text = f"{kind} index over {self.n:,} × {self.dimension} ({self.metric})"
+        if kind == "ivf":
+            text += f", nlist {self.nlist}, nprobe {self._last_nprobe if hasattr(self, '_last_nprobe') else self.nprobe}"
+        return text + f" on {self.backend or 'not built yet'}"
+
+    def default_nprobe(self, k: int) -> int:
+        """Cells to visit so that ≈ 8 (k + 1) candidates are scanned (an IVF cell holds ≈ N / nlist papers)."""
+        return int(min(self.nlist, max(1, math.ceil(8 * (k + 1) * self.nlist / self.n))))
+
+    # -- searching
+    def _search_block(self, queries: np.ndarray, k1: int) -> np.ndarray:
+        if self.backend.startswith("torch"):
+            return self._torch_search(queries, k1)
+        index = self._gpu_index if self.backend == "faiss-gpu" else self._cpu_index
+        return index.search(queries, k1)[1]
+
+    def _torch_search(self, queries: np.ndarray, k1: int) -> np.ndarray:
+        import torch
+
+        database = self._torch_database
+        q = torch.from_numpy(queries).to(database.device)
+        chunk = max(k1, int(2 ** 27 // max(1, len(queries))))  # ≤ 512 MiB of float32 scores at once
+        best_scores = best_rows = None
+        for start in range(0, self.n, chunk):
+            part = database[start:start + chunk]
+            scores = q @ part.T
+            if self.metric == "l2":  # nearer = smaller |q - x|²; rank by 2 q·x - |x|² (|q|² is constant)
+                scores = 2 * scores - self._torch_squares[start:start + chunk]
+            top = scores.topk(min(k1, scores.shape[1]), dim=1)
+            rows = top.indices + start
+            if best_scores is None:
+                best_scores, best_rows = top.values, rows
+            else:
+                merged = torch.cat([best_scores, top.values], 1).topk(min(k1, best_scores.shape[1] + top.values.shape[1]), dim=1)
+                best_rows = torch.cat([best_rows, rows], 1).gather(1, merged.indices)
+                best_scores = merged.values
+        return best_rows.cpu().numpy().astype(np.int64)
+
+    def blocks(self, query_rows: np.ndarray | None, k: int, block_size: int = 1024,
+               nprobe: int | None = None, progress: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(rows, neighbours)`` per block of queries: the ``k`` nearest *other* rows of each query row,
+        nearest first, ``-1`` where an approximate index found fewer. ``query_rows`` None = every row."""
+        if k < 1 or k > self.n - 1:
+            raise ValueError(f"NeighbourIndex: k must be in [1, {self.n - 1}], got {k}")
+        query_rows = np.arange(self.n, dtype=np.int64) if query_rows is None else np.asarray(query_rows, np.int64)
+        self._prepare(k, len(query_rows))
+        if getattr(self, "_cpu_kind", None) == "ivf":
+            self._last_nprobe = int(nprobe or self.nprobe or self.default_nprobe(k))
+            index = self._gpu_index if self.backend == "faiss-gpu" else self._cpu_index
+            index.nprobe = self._last_nprobe
+        starts = range(0, len(query_rows), block_size)
+        for start in tqdm(starts, desc="neighbour search", disable=not progress):
+            rows = query_rows[start:start + block_size]
+            found = self._search_block(_rows_of(self.vectors, rows, self.metric), min(k + 1, self.n))
+            yield rows, _drop_self(rows, found, k)
+
+
+def _faiss_gpus() -> int:
+    import faiss
+
+    return faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+
+
+def _torch_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _gpu_available() -> bool:
+    return _faiss_gpus() > 0 or _torch_cuda()
+
+
+def exact_neighbours(vectors: np.ndarray, query_rows: np.ndarray, k: int, metric: str = "ip",
+                     chunk_rows: int = 262_144) -> np.ndarray:
+    """Exact ``k`` nearest other rows of some queries, scanning the papers in chunks of ``chunk_rows``
+    (memory: one chunk of vectors and ``len(query_rows) × 2(k + 1)`` candidates, whatever ``N``). The
+    reference :func:`band_recall` measures approximate indexes against."""
+    import faiss
+
+    query_rows = np.asarray(query_rows, dtype=np.int64)
+    n = int(vectors.shape[0])
+    k = min(k, n - 1)
+    queries = _rows_of(vectors, query_rows, metric)
+    larger_is_nearer = metric != "l2"
+    best_scores = best_rows = None
+    for start in range(0, n, chunk_rows):
+        part = _rows_of(vectors, slice(start, start + chunk_rows), metric)
+        index = faiss.IndexFlatL2(part.shape[1]) if metric == "l2" else faiss.IndexFlatIP(part.shape[1])
+        index.add(part)
+        scores, rows = index.search(queries, min(k + 1, len(part)))
+        rows = np.where(rows >= 0, rows + start, -1)
+        if best_scores is not None:
+            scores, rows = np.concatenate([best_scores, scores], 1), np.concatenate([best_rows, rows], 1)
+        best_scores, best_rows = _ranked_merge(scores, rows, k + 1, larger_is_nearer)
+    return _drop_self(query_rows, best_rows, k)
+
+
+@dataclass(frozen=True)
+class BandSetting:
+    """SciNCL's sampling hyper-parameters (§3.3–3.4) as :func:`knn_bands` keys them; any object with these
+    attributes (such as :class:`sdr.methods.scincl.Bands`) is read through :meth:`of`."""
+
+    k_pos: int = 25
+    c_pos: int = 5
+    k_hard: int = 4000
+    c_hard: int = 2
+    c_easy: int = 3
+    filtered_random: bool = True
+
+    @classmethod
+    def of(cls, setting) -> "BandSetting":
+        if isinstance(setting, cls):
+            return setting
+        if isinstance(setting, Mapping):
+            return cls(**setting)
+        return cls(**{name: getattr(setting, name) for name in cls.__dataclass_fields__})
+
+    def validate(self) -> None:
+        if not (1 <= self.c_pos <= self.k_pos and 0 <= self.c_hard <= self.k_hard and self.c_easy >= 0
+                and self.c_hard + self.c_easy >= 1):
+            raise ValueError(
+                "knn_band_triplets: need 1 <= c_pos <= k_pos, 0 <= c_hard <= k_hard, c_easy >= 0 and "
+                f"c_hard + c_easy >= 1; got k_pos={self.k_pos}, c_pos={self.c_pos}, k_hard={self.k_hard}, "
+                f"c_hard={self.c_hard}, c_easy={self.c_easy}"
+            )
+        if self.c_pos > self.c_hard + self.c_easy:
+            raise ValueError(
+                f"knn_band_triplets: c_pos ({self.c_pos}) must be <= c_hard + c_easy ({self.c_hard + self.c_easy}): "
+                "each negative makes one triplet, so further positives would never be used"
+            )
+
+    def clipped(self, n: int) -> tuple["BandSetting", str | None]:
+        """The setting with ``k`` clipped to ``n − 1`` papers, and the warning that says so (or None)."""
+        if self.k_pos <= n - 1 and self.k_hard <= n - 1:
+            return self, None
+        k_pos, k_hard = min(self.k_pos, n - 1), min(self.k_hard, n - 1)
+        message = (f"k clipped to the corpus: k_pos {self.k_pos} -> {k_pos}, k_hard {self.k_hard} -> {k_hard} "
+                   f"({n} papers).")
+        return BandSetting(k_pos, min(self.c_pos, k_pos), k_hard, min(self.c_hard, k_hard), self.c_easy,
+                           self.filtered_random), message
+
+    @property
+    def depth(self) -> int:
+        return max(self.k_pos, self.k_hard)
+
+
+def _random_rows_marked(n_rows: int, count: int, forbidden: np.ndarray, rng: np.random.Generator,
+                        marked: np.ndarray) -> list[int]:
+    """:func:`_random_rows` with the same draws, its membership test a lookup in ``marked`` (all False on
+    entry and on return) instead of a sort of ``forbidden`` per query."""
+    count = min(count, n_rows - len(forbidden))
+    if count <= 0:
+        return []
+    if n_rows - len(forbidden) <= max(4 * count, n_rows // 2):
+        allowed = np.setdiff1d(np.arange(n_rows), forbidden, assume_unique=True)
+        return [int(i) for i in rng.choice(allowed, size=count, replace=False)]
+    marked[forbidden] = True
+    try:
+        chosen: list[int] = []
+        while len(chosen) < count:
+            draws = rng.integers(0, n_rows, size=2 * count + 4)
+            for row in draws[~marked[draws]].tolist():
+                if row not in chosen:
+                    chosen.append(row)
+                    if len(chosen) == count:
+                        break
+        return chosen
+    finally:
+        marked[forbidden] = False
+
+
+@dataclass
+class KnnBands:
+    """What SciNCL's sampler keeps of one neighbour search: per query and per :class:`BandSetting`, the rows
+    of its positive band, its hard-negative band and its easy negatives (``-1`` where there are fewer).
+
+    Memory ``queries × Σ (c_pos + c_hard + c_easy) × 8`` bytes — not ``queries × max(k)``. Build with
+    :func:`knn_bands`; :meth:`triplets` turns one setting into :class:`Triplet` ids and a report.
+    """
+
+    ids: Sequence[str]
+    query_rows: np.ndarray
+    queries_total: int
+    missing_queries: int
+    settings: dict  # requested BandSetting -> (clipped BandSetting, warning or None)
+    positives: dict
+    hard: dict
+    easy: dict
+    search: str = ""
+    seconds: float = 0.0
+
+    def triplets(self, setting=None, margin: float = 1.0, verbose: bool = False) -> tuple[list[Triplet], SamplingReport]:
+        """The triplets of one setting (the first one searched when None), as :func:`knn_band_triplets`
+        makes them: ``c_hard + c_easy`` per query, positive ``i`` paired with negative ``i``."""
+        key = next(iter(self.settings)) if setting is None else BandSetting.of(setting)
+        if key not in self.settings:
+            raise KeyError(f"KnnBands: setting {key} was not searched; searched {list(self.settings)}")
+        used, warning = self.settings[key]
+        report = SamplingReport(method="knn_band_triplets", queries_total=self.queries_total)
+        if warning:
+            report.warnings.append(warning)
+        if self.missing_queries:
+            report.skipped["not in embeddings"] += self.missing_queries
+        ids = self.ids
+        triplets: list[Triplet] = []
+        for query_row, positive_rows, hard_rows, easy_rows in zip(
+                self.query_rows.tolist(), self.positives[key].tolist(), self.hard[key].tolist(), self.easy[key].tolist()):
+            positives = [ids[i] for i in positive_rows if i >= 0]
+            hard = [ids[i] for i in hard_rows if i >= 0]
+            easy = [ids[i] for i in easy_rows if i >= 0]
+            report.negatives_short += used.c_easy - len(easy)
+            negatives = hard + easy
+            if not positives or not negatives:
+                report.skipped["no neighbours"] += 1
+                continue
+            kinds = ["hard"] * len(hard) + ["easy"] * len(easy)
+            query = ids[query_row]
+            triplets.extend(Triplet(query, positives[j % len(positives)], negative, kind, margin)
+                            for j, (negative, kind) in enumerate(zip(negatives, kinds)))
+            report.queries_used += 1
+            report.hard_negatives += len(hard)
+            report.easy_negatives += len(easy)
+        return _finish(report, triplets, verbose)
+
+
+def _positions_of(ids: Sequence[str], wanted: Iterable[str]) -> dict[str, int]:
+    """Row of each wanted id, by one scan of ``ids`` (no dictionary over the whole corpus)."""
+    wanted = set(wanted)
+    found: dict[str, int] = {}
+    for row, pid in enumerate(ids):
+        if pid in wanted:
+            found[pid] = row
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def knn_bands(
+    embeddings: np.ndarray,
+    ids: Sequence[str],
+    settings: Sequence,
+    *,
+    metric: str = "l2",
+    query_ids: Iterable[str] | None = None,
+    seed: int = 0,
+    index: str | NeighbourIndex = "flat",
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    device: str = "auto",
+    block_size: int = 1024,
+    progress: bool = False,
+) -> KnnBands:
+    """One neighbour search for several SciNCL band settings (the main one and, say, a k⁻hard sweep).
+
+    The index (:class:`NeighbourIndex`; ``index`` names its kind or is a built one) is searched once, in
+    blocks of ``block_size`` queries, to the deepest ``max(k⁺, k⁻hard)`` of all settings; from each block
+    only the band columns and the easy negatives are kept (:class:`KnnBands`). Easy negatives are drawn per
+    setting with their own ``numpy`` generator seeded ``seed``, in query order, so every setting gets the
+    triplets :func:`knn_band_triplets` alone would give with that seed. Queries not in ``ids`` are counted
+    as skipped.
+    """
+    import time
+
+    started = time.perf_counter()
+    vectors = embeddings if getattr(embeddings, "dtype", None) == np.float32 else np.asarray(embeddings, np.float32)
+    if getattr(vectors, "ndim", 0) != 2:
+        raise ValueError(f"knn_band_triplets: embeddings must be a 2-D array [n, d], got shape {np.shape(vectors)}")
+    ids = [str(pid) for pid in ids]  # (a str is returned as itself: no copy of the text)
+    if len(ids) != vectors.shape[0]:
+        raise ValueError(f"knn_band_triplets: {len(ids)} ids for {vectors.shape[0]} embeddings")
+    if metric not in METRICS:
+        raise ValueError(f"knn_band_triplets: metric must be 'l2', 'ip' or 'cosine', got {metric!r}")
+    requested = [BandSetting.of(s) for s in settings]
+    if not requested:
+        raise ValueError("knn_bands: give at least one band setting")
+    for setting in requested:
+        setting.validate()
+    n = len(ids)
+    if n < 2:
+        raise ValueError(f"knn_band_triplets: need at least 2 embeddings, got {n}")
+    if len(set(ids)) != n:
+        duplicates = [pid for pid, count in Counter(ids).items() if count > 1][:5]
+        raise ValueError(f"knn_band_triplets: duplicate ids {duplicates}")
+    clipped = {s: s.clipped(n) for s in requested}
+    depth = max(used.depth for used, _ in clipped.values())
+
+    if query_ids is None:
+        query_rows, total, missing = np.arange(n, dtype=np.int64), n, 0
+    else:
+        queries = [str(q) for q in query_ids]
+        position = _positions_of(ids, queries)
+        known = [position[q] for q in queries if q in position]
+        query_rows, total, missing = np.asarray(known, dtype=np.int64), len(queries), len(queries) - len(known)
+
+    searcher = index if isinstance(index, NeighbourIndex) else NeighbourIndex(
+        vectors, metric, index, nlist=nlist, nprobe=nprobe, device=device, seed=seed)
+    q = len(query_rows)
+    row_type = np.int32 if n < 2 ** 31 else np.int64
+    positives = {s: np.full((q, used.c_pos), -1, row_type) for s, (used, _) in clipped.items()}
+    hard = {s: np.full((q, used.c_hard), -1, row_type) for s, (used, _) in clipped.items()}
+    easy = {s: np.full((q, used.c_easy), -1, row_type) for s, (used, _) in clipped.items()}
+    generators = {s: np.random.default_rng(seed) for s in clipped}
+    marked = np.zeros(n, dtype=bool)
+    done = 0
+    if q:
+        for rows, found in searcher.blocks(query_rows, depth, block_size, progress=progress):
+            block = slice(done, done + len(rows))
+            for s, (used, _) in clipped.items():
+                positives[s][block] = found[:, used.k_pos - used.c_pos:used.k_pos]
+                if used.c_hard:
+                    hard[s][block] = found[:, used.k_hard - used.c_hard:used.k_hard]
+                rng = generators[s]
+                for j, query_row in enumerate(rows.tolist()):
+                    if used.filtered_random:  # strategy III: not within the top max(k); never the query itself
+                        top = found[j, :used.depth]
+                        forbidden = np.append(top[top >= 0], query_row)
+                    else:
+                        forbidden = np.array([query_row])
+                    drawn = _random_rows_marked(n, used.c_easy, forbidden, rng, marked)
+                    easy[s][done + j, :len(drawn)] = drawn
+            done += len(rows)
+    return KnnBands(ids=ids, query_rows=query_rows, queries_total=total, missing_queries=missing,
+                    settings=clipped, positives=positives, hard=hard, easy=easy, search=searcher.describe(),
+                    seconds=time.perf_counter() - started)
 
 
 def knn_band_triplets(
@@ -585,103 +1077,164 @@ def knn_band_triplets(
     batch_size: int = 1024,
     progress: bool = True,
     verbose: bool = True,
+    index: str | NeighbourIndex = "flat",
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    device: str = "auto",
+    neighbours: KnnBands | None = None,
 ) -> tuple[list[Triplet], SamplingReport]:
     """SciNCL's neighbourhood sampling (Ostendorff et al., §3.3–3.4, strategies I + II/III).
 
-    A FAISS flat (exhaustive) index over the citation embeddings (``metric="l2"``, ``"ip"`` inner
-    product, or ``"cosine"`` = inner product of L2-normalised vectors) is searched once per query up to
-    ``max(k_pos, k_hard)`` neighbours ``n_1, n_2, …`` (the query itself removed). Positives are the
-    ``c_pos`` neighbours of the band ``(k_pos − c_pos, k_pos]``, hard negatives the band
-    ``(k_hard − c_hard, k_hard]`` — as ``nearest_idxs[k − c : k]`` in malteos/scincl
-    ``gdt/triples_miner/sampling.py``. ``c_easy`` easy negatives are random papers; with
-    ``filtered_random`` (strategy III, SciNCL's best) those within the top ``max(k)`` neighbours are
-    excluded. The query is never its own easy negative (SciNCL's random pool may contain it).
+    A FAISS index over the citation embeddings (``metric="l2"``, ``"ip"`` inner product, or ``"cosine"`` =
+    inner product of L2-normalised vectors; exact ``IndexFlat`` by default, as SciNCL's "flat index
+    (exhaustive search)", A.5) is searched once per query up to ``max(k_pos, k_hard)`` neighbours
+    ``n_1, n_2, …`` (the query itself removed). Positives are the ``c_pos`` neighbours of the band
+    ``(k_pos − c_pos, k_pos]``, hard negatives the band ``(k_hard − c_hard, k_hard]`` — as
+    ``nearest_idxs[k − c : k]`` in malteos/scincl ``gdt/triples_miner/sampling.py``. ``c_easy`` easy
+    negatives are random papers; with ``filtered_random`` (strategy III, SciNCL's best) those within the top
+    ``max(k)`` neighbours are excluded. The query is never its own easy negative (SciNCL's random pool may
+    contain it).
 
     Each query yields ``c_hard + c_easy`` triplets (5); positive ``i`` is paired with negative ``i``
     (cycling through the positives if ``c_pos`` is smaller; a larger ``c_pos`` is refused). A ``k``
     larger than the corpus allows is clipped to ``len(ids) − 1`` with a counted warning. Defaults are
-    SciNCL's best: k⁺ = 25, c⁺ = 5, k⁻_hard = 4000, c⁻_hard = 2, c⁻_easy = 3 (§6, Table 2); the
+    SciNCL's best: k⁺ = 25, c⁺ = 5, k⁻_hard = 4000, c⁻_hard = 2, c⁻easy = 3 (§6, Table 2); the
     paper's "filtered random" easy negatives are drawn from all ``ids`` (SciNCL draws from the queries).
-    Queries are searched in chunks of ``batch_size`` so memory stays ``batch_size × max(k)``.
+
+    Queries are searched in blocks of ``batch_size`` and only the bands are kept (:func:`knn_bands`), so
+    memory stays ``batch_size × max(k)`` during the search and ``queries × 10`` rows after it. ``index``,
+    ``nlist``, ``nprobe`` and ``device`` choose the search (:class:`NeighbourIndex`: ``"ivf"`` for corpora
+    where exact search is too slow, a GPU when present). ``neighbours``: the result of an earlier
+    :func:`knn_bands` that searched this setting (the search is then not repeated).
     """
-    vectors = np.ascontiguousarray(np.asarray(embeddings, dtype=np.float32))
+    setting = BandSetting(k_pos, c_pos, k_hard, c_hard, c_easy, filtered_random)
+    if neighbours is None:
+        neighbours = knn_bands(embeddings, ids, [setting], metric=metric, query_ids=query_ids, seed=seed,
+                               index=index, nlist=nlist, nprobe=nprobe, device=device, block_size=batch_size,
+                               progress=progress)
+    else:
+        setting.validate()
+    return neighbours.triplets(setting, margin=margin, verbose=verbose)
+
+
+def band_check(triplets: Sequence[Triplet], embeddings: np.ndarray, ids: Sequence[str], bands, *,
+               metric: str = "l2", block_size: int = 1024, index: str | NeighbourIndex = "flat",
+               device: str = "auto"):
+    """Per triplet, the neighbour rank (1 = nearest, self excluded) of its positive and negative among the
+    query's ``max(k)`` nearest, 0 when outside them, and whether each lies in its band — the table
+    :func:`sdr.methods.scincl.band_ranks` makes, computed with a blocked search (memory ``block_size ×
+    max(k)``, not ``queries × max(k)`` plus a dictionary per query).
+
+    Columns: ``query, positive, negative, kind, positive_rank, negative_rank, positive_in_band,
+    negative_in_band`` — an easy negative is "in band" when it is outside the top ``max(k)`` (filtered
+    random) or anywhere (plain random). A query without a vector raises ``KeyError``.
+    """
+    import pandas as pd
+
+    columns = ["query", "positive", "negative", "kind", "positive_rank", "negative_rank",
+               "positive_in_band", "negative_in_band"]
+    triplets = list(triplets)
+    if not triplets:
+        return pd.DataFrame(columns=columns)
+    bands = BandSetting.of(bands)
     ids = [str(pid) for pid in ids]
-    if vectors.ndim != 2:
-        raise ValueError(f"knn_band_triplets: embeddings must be a 2-D array [n, d], got shape {vectors.shape}")
-    if len(ids) != vectors.shape[0]:
-        raise ValueError(f"knn_band_triplets: {len(ids)} ids for {vectors.shape[0]} embeddings")
-    if len(set(ids)) != len(ids):
-        duplicates = [pid for pid, count in Counter(ids).items() if count > 1][:5]
-        raise ValueError(f"knn_band_triplets: duplicate ids {duplicates}")
-    if not (1 <= c_pos <= k_pos and 0 <= c_hard <= k_hard and c_easy >= 0 and c_hard + c_easy >= 1):
-        raise ValueError(
-            "knn_band_triplets: need 1 <= c_pos <= k_pos, 0 <= c_hard <= k_hard, c_easy >= 0 and "
-            f"c_hard + c_easy >= 1; got k_pos={k_pos}, c_pos={c_pos}, k_hard={k_hard}, c_hard={c_hard}, "
-            f"c_easy={c_easy}"
-        )
-    if c_pos > c_hard + c_easy:
-        raise ValueError(
-            f"knn_band_triplets: c_pos ({c_pos}) must be <= c_hard + c_easy ({c_hard + c_easy}): each negative "
-            "makes one triplet, so further positives would never be used"
-        )
-    if metric not in ("l2", "ip", "cosine"):
-        raise ValueError(f"knn_band_triplets: metric must be 'l2', 'ip' or 'cosine', got {metric!r}")
     n = len(ids)
-    report = SamplingReport(method="knn_band_triplets")
-    if n < 2:
-        raise ValueError(f"knn_band_triplets: need at least 2 embeddings, got {n}")
-    if k_pos > n - 1 or k_hard > n - 1:
-        message = (
-            f"k clipped to the corpus: k_pos {k_pos} -> {min(k_pos, n - 1)}, k_hard {k_hard} -> "
-            f"{min(k_hard, n - 1)} ({n} papers)."
-        )
-        report.warnings.append(message)
-        k_pos, k_hard = min(k_pos, n - 1), min(k_hard, n - 1)
-        c_pos, c_hard = min(c_pos, k_pos), min(c_hard, k_hard)
-    k_max = max(k_pos, k_hard)
+    k_max = min(max(bands.k_pos, bands.k_hard), n - 1)
+    position = _positions_of(ids, {pid for t in triplets for pid in (t.query, t.positive, t.negative)})
+    queries = sorted({t.query for t in triplets})
+    missing = [q for q in queries if q not in position]
+    if missing:
+        raise KeyError(f"band_check: {len(missing)} query ids have no vector, e.g. {missing[:3]}")
+    query_rows = np.array([position[q] for q in queries], dtype=np.int64)
+    slot = {q: i for i, q in enumerate(queries)}
+    by_query: dict[int, list[int]] = {}
+    for number, t in enumerate(triplets):
+        by_query.setdefault(slot[t.query], []).append(number)
+    positive_rank = np.zeros(len(triplets), dtype=np.int64)
+    negative_rank = np.zeros(len(triplets), dtype=np.int64)
+    vectors = embeddings if getattr(embeddings, "dtype", None) == np.float32 else np.asarray(embeddings, np.float32)
+    searcher = index if isinstance(index, NeighbourIndex) else NeighbourIndex(vectors, metric, index, device=device)
+    done = 0
+    for rows, found in searcher.blocks(query_rows, k_max, block_size):
+        members = [(done + j, number) for j in range(len(rows)) for number in by_query[done + j]]
+        done += len(rows)
+        block_slots = np.array([s - (done - len(rows)) for s, _ in members], dtype=np.int64)
+        numbers = np.array([number for _, number in members], dtype=np.int64)
+        for target, out in (("positive", positive_rank), ("negative", negative_rank)):
+            target_rows = np.array([position.get(getattr(triplets[i], target), -2) for i in numbers], np.int64)
+            hits = found[block_slots] == target_rows[:, None]
+            out[numbers] = np.where(hits.any(axis=1), hits.argmax(axis=1) + 1, 0)
+    rows = []
+    for number, t in enumerate(triplets):
+        p_rank, n_rank = int(positive_rank[number]), int(negative_rank[number])
+        if t.kind == "hard":
+            negative_ok = bands.k_hard - bands.c_hard < n_rank <= bands.k_hard
+        else:
+            negative_ok = n_rank == 0 or not bands.filtered_random
+        rows.append({"query": t.query, "positive": t.positive, "negative": t.negative, "kind": t.kind,
+                     "positive_rank": p_rank, "negative_rank": n_rank,
+                     "positive_in_band": bands.k_pos - bands.c_pos < p_rank <= bands.k_pos,
+                     "negative_in_band": negative_ok and t.negative != t.query})
+    return pd.DataFrame(rows, columns=columns)
 
-    index, vectors = flat_index(vectors, metric)
 
-    position = {pid: i for i, pid in enumerate(ids)}
-    queries = ids if query_ids is None else [str(q) for q in query_ids]
-    report.queries_total = len(queries)
-    known = [q for q in queries if q in position]
-    if len(known) < len(queries):
-        report.skipped["not in embeddings"] += len(queries) - len(known)
-    query_rows = np.array([position[q] for q in known], dtype=np.int64)
+def band_recall(embeddings: np.ndarray, settings: Sequence, approximate: NeighbourIndex, *, metric: str = "ip",
+                sample: int = 1000, seed: int = 0, block_size: int = 256, chunk_rows: int = 262_144,
+                nprobes: Sequence[int | None] = (None,)) -> list[dict]:
+    """How well an approximate index (IVF) reproduces SciNCL's bands, against exact search on a sample.
 
-    rng = np.random.default_rng(seed)
-    triplets: list[Triplet] = []
-    chunks = range(0, len(query_rows), batch_size)
-    for start in tqdm(chunks, desc="knn_band_triplets", disable=not progress):
-        rows = query_rows[start:start + batch_size]
-        _, neighbours = index.search(vectors[rows], k_max + 1)
-        for query_row, found in zip(rows.tolist(), neighbours):
-            found = found[found >= 0]
-            is_self = found == query_row
-            # remove the query wherever ties put it; if it fell outside k_max + 1, drop the extra one
-            found = found[~is_self] if is_self.any() else found
-            found = found[:k_max]
-            query = ids[query_row]
-            positives = [ids[i] for i in found[k_pos - c_pos:k_pos].tolist()]
-            hard = [ids[i] for i in found[k_hard - c_hard:k_hard].tolist()] if c_hard else []
-            # filtered random (III): not within the top max(k) neighbours; never the query itself
-            forbidden = np.append(found, query_row) if filtered_random else np.array([query_row])
-            easy = [ids[i] for i in _random_rows(n, c_easy, forbidden, rng)]
-            report.negatives_short += c_easy - len(easy)
-            negatives = hard + easy
-            if not positives or not negatives:
-                report.skipped["no neighbours"] += 1
-                continue
-            kinds = ["hard"] * len(hard) + ["easy"] * len(easy)
-            triplets.extend(
-                Triplet(query, positives[j % len(positives)], negative, kind, margin)
-                for j, (negative, kind) in enumerate(zip(negatives, kinds))
-            )
-            report.queries_used += 1
-            report.hard_negatives += len(hard)
-            report.easy_negatives += len(easy)
-    return _finish(report, triplets, verbose)
+    ``sample`` query rows (seeded) are searched on ``approximate`` to the deepest ``max(k)`` of the settings
+    (once per value of ``nprobes``; None = the index's own) and exactly (:func:`exact_neighbours`, twice as
+    deep, so that displaced neighbours still have an exact rank). Per setting and nprobe:
+    ``positive_band_recall`` / ``hard_band_recall`` — the share of the exact band's rows that the approximate
+    search also puts in the band (strict: one missed nearer neighbour shifts the band); ``top_k_recall`` —
+    the share of the exact top ``max(k)`` found at all; the exact ranks of the rows the approximate search
+    puts in the hard band (median and 95th percentile; beyond the exact depth counts as ``2·depth + 1``),
+    since a hard negative drawn a few ranks deeper than k⁻hard is still a hard negative; and the seconds
+    each search took (``approximate_seconds``, ``exact_seconds``).
+    """
+    import time
+
+    vectors = embeddings
+    n = int(vectors.shape[0])
+    requested = [BandSetting.of(s) for s in settings]
+    clipped = [s.clipped(n)[0] for s in requested]
+    depth = max(s.depth for s in clipped)
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=min(sample, n), replace=False))
+    started = time.perf_counter()
+    exact = exact_neighbours(vectors, rows, min(n - 1, 2 * depth), metric, chunk_rows)
+    exact_seconds = time.perf_counter() - started
+    beyond = 2 * depth + 1
+    results = []
+    for nprobe in nprobes:
+        started = time.perf_counter()
+        approx = np.concatenate([found for _, found in approximate.blocks(rows, depth, block_size, nprobe=nprobe)])
+        approximate_seconds = time.perf_counter() - started
+        for requested_setting, s in zip(requested, clipped):
+            def band_overlap(lo: int, hi: int) -> float:
+                if hi <= lo:
+                    return float("nan")
+                shared = [len(set(a[lo:hi].tolist()) & set(e[lo:hi].tolist()) - {-1}) for a, e in zip(approx, exact)]
+                return float(np.mean(shared) / (hi - lo))
+
+            top = [len(set(a[:s.depth].tolist()) & set(e[:s.depth].tolist()) - {-1}) / s.depth
+                   for a, e in zip(approx, exact)]
+            exact_ranks = []
+            for a, e in zip(approx, exact):
+                rank_of = {row: r for r, row in enumerate(e.tolist(), 1)}
+                exact_ranks += [rank_of.get(row, beyond) for row in a[s.k_hard - s.c_hard:s.k_hard].tolist() if row >= 0]
+            exact_ranks = np.array(exact_ranks or [beyond])
+            results.append({
+                "setting": requested_setting, "queries": len(rows), "depth": s.depth,
+                "positive_band_recall": band_overlap(s.k_pos - s.c_pos, s.k_pos),
+                "hard_band_recall": band_overlap(s.k_hard - s.c_hard, s.k_hard),
+                "top_k_recall": float(np.mean(top)),
+                "hard_exact_rank_median": float(np.median(exact_ranks)),
+                "hard_exact_rank_p95": float(np.percentile(exact_ranks, 95)),
+                "index": approximate.describe(), "nprobe": getattr(approximate, "_last_nprobe", None),
+                "approximate_seconds": approximate_seconds, "exact_seconds": exact_seconds,
+            })
+    return results
 
 
 def given_triplets(paper_triplets: Iterable[tuple[Paper, Paper, Paper]], kind: str = "given",

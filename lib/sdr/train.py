@@ -7,9 +7,29 @@ schedule (10 % warm-up). All three are options here.
 
 What a method contributes is an *objective*: a callable ``objective(encoder, examples) -> loss`` that turns a
 batch of sampled examples (triplets, contrastive groups, labelled sentences) into a scalar loss. The trainer
-owns everything else: seeding, device, bf16 autocast on CUDA, gradient accumulation, clipping, the schedule,
+owns everything else: seeding, device, mixed precision on GPUs, gradient accumulation, clipping, the schedule,
 a progress bar with the loss, a stop on a non-finite loss, checkpoints every N optimizer steps, ``resume=True``
 that ends with the same weights as an uninterrupted run, and a saved sentence-transformers folder.
+
+**Device.** How the encoder runs is its :class:`~sdr.encoders.DevicePlan` (:func:`device_plan`, chosen from
+the GPU's compute capability, overridden by ``Encoder.packed`` / ``Encoder.precision``): bf16 autocast with
+packed FlashAttention chunks on sm80+ GPUs, fp16 autocast with a gradient scaler (``torch.amp.GradScaler``)
+and padded SDPA chunks on older ones (T4, V100), float32 on CPU. The plan of every run (and of each resumed
+part) is recorded in ``TrainResult.device_plans`` and in the checkpoint.
+
+**Several processes** (``torchrun``, :func:`init_distributed`): rank 0's weights are broadcast to every
+process at the start, gradients and losses are summed on the parameters' device (NCCL accepts no CPU
+tensor), and each rank's random state is saved in the checkpoint and restored on resume.
+
+**No host sync on the hot path.** A step's loss stays on the device; the host reads the losses of several
+steps at once (every :data:`READ_LOSSES_EVERY` steps, before each checkpoint and validation, at the end, and
+after every step when a ``callback`` wants the row), and only then checks that they are finite. A non-finite
+loss therefore stops training a few steps after it occurred, with the error naming the step where it did;
+no checkpoint is written after that step (a checkpoint first reads every loss before it). The weights in
+memory then hold the later steps' updates. The next step's texts are tokenized and packed on a worker thread
+while the device runs this one. (These changes are exercised on CPU; their GPU speed is not yet measured.)
+
+Checkpoints hold tensors and plain Python values only and load with ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
@@ -17,7 +37,9 @@ from __future__ import annotations
 import math
 import random
 import shutil
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,7 +49,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from sdr.encoders import Encoder
+from sdr.encoders import DevicePlan, Encoder, device_plan  # noqa: F401  (device_plan: sdr.train's API too)
 from sdr.losses import GeneralContrastiveLoss, TripletMarginLoss
 
 SCHEDULES = ("linear", "cosine", "slanted_triangular", "constant")
@@ -45,7 +67,9 @@ class TrainConfig:
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
     seed: int = 0
-    bf16: bool = True  # autocast on CUDA only; CPU runs stay float32 (and bit-reproducible)
+    # mixed precision on GPUs as the device plan chooses (bf16 on sm80+, fp16 + gradient scaler on older ones;
+    # Encoder.precision overrides); False: float32. CPU runs stay float32 (and bit-reproducible) either way.
+    bf16: bool = True
     checkpoint_every: int = 0  # optimizer steps; 0 = no intermediate checkpoints
     progress: bool = True
     bitfit: bool = False  # train only the encoder's bias terms (BitFit, Ben Zaken et al. 2022; SciNCL Table 2)
@@ -74,10 +98,23 @@ class TrainResult:
     best_epoch: int | None = None  # the epoch whose weights the encoder ends with (None: no validation)
     # Each out-of-memory retry: the step, and the chunking it continued with (see MIN_CHUNK_TOKENS).
     memory_adaptations: list[dict] = field(default_factory=list)
+    # How the encoder ran (DevicePlan.record(): device, capability, precision, scaler, attention, description):
+    # one entry per part of the run, so a run resumed on another machine lists both.
+    device_plans: list[dict] = field(default_factory=list)
+
+    @property
+    def device_plan(self) -> dict | None:
+        """The plan of the run's last part."""
+        return self.device_plans[-1] if self.device_plans else None
 
 
 #: TrainConfig fields that do not change what a run computes: a resumed run may differ in them.
 NOT_IDENTITY = ("progress", "checkpoint_every", "recompute_chunks")
+
+
+READ_LOSSES_EVERY = 8
+"""Optimizer steps whose losses stay on the device before the host reads them (one transfer), and so the
+most steps a non-finite loss can be noticed late."""
 
 
 MIN_CHUNK_TOKENS = 512
@@ -147,18 +184,48 @@ def _batches(n_examples: int, batch_size: int, seed: int, epoch: int) -> list[np
 
 
 def _rng_state() -> dict:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """This process's random state as tensors, lists and numbers (``torch.load(weights_only=True)`` reads
+    them; NumPy's state as an array would need unpickling NumPy)."""
+    version, python_state, gauss = random.getstate()
+    name, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    state = {"python": {"version": version, "state": list(python_state), "gauss": gauss},
+             "numpy": {"name": name, "keys": keys.tolist(), "position": int(position),
+                       "has_gauss": int(has_gauss), "cached_gaussian": float(cached_gaussian)},
+             "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def _set_rng_state(state: Mapping) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    python, numpy = state["python"], state["numpy"]
+    if isinstance(python, Mapping):
+        random.setstate((python["version"], tuple(python["state"]), python["gauss"]))
+        np.random.set_state((numpy["name"], np.asarray(numpy["keys"], dtype=np.uint32), numpy["position"],
+                             numpy["has_gauss"], numpy["cached_gaussian"]))
+    else:  # a checkpoint written before random states were stored as lists
+        random.setstate(python)
+        np.random.set_state(numpy)
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+#: what NumPy arrays need to unpickle: checkpoints written before the random states became lists held one
+_LEGACY_NUMPY_GLOBALS = [np.dtype, np.ndarray, *[getattr(np.dtypes, name) for name in ("UInt32DType",)
+                                                 if hasattr(np, "dtypes")]]
+try:
+    from numpy._core.multiarray import _reconstruct
+except ImportError:  # NumPy 1
+    from numpy.core.multiarray import _reconstruct
+_LEGACY_NUMPY_GLOBALS.append(_reconstruct)
+
+
+def load_checkpoint(path: str | Path, map_location=None) -> dict:
+    """A checkpoint or finished-run record, read with ``torch.load(weights_only=True)`` (no arbitrary
+    unpickling); the NumPy-array reconstruction of older checkpoints is the one extra allowed."""
+    with torch.serialization.safe_globals(_LEGACY_NUMPY_GLOBALS):
+        return torch.load(path, map_location=map_location, weights_only=True)
 
 
 def _epoch_batches(n_examples: int, config: TrainConfig, batch_sampler: Callable | None,
@@ -216,21 +283,45 @@ def _world() -> tuple[int, int]:
 
 
 def _all_reduce_gradients(parameters: Sequence[nn.Parameter]) -> None:
-    """Sum every parameter's gradient over the process group in one flat all-reduce. A parameter no rank
-    gave a gradient keeps ``grad=None`` (so AdamW skips it, as in one process)."""
+    """Sum every parameter's gradient over the process group in one flat all-reduce, on the parameters'
+    device. A parameter no rank gave a gradient keeps ``grad=None`` (so AdamW skips it, as in one process):
+    which did is read back to the host, a small read skipped when this rank gave every parameter one."""
     import torch.distributed as dist
 
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
-    present = torch.tensor([float(p.grad is not None) for p in parameters], device=grads[0].device,
-                           dtype=grads[0].dtype)
+    local = [p.grad is not None for p in parameters]
+    present = torch.tensor([float(flag) for flag in local], dtype=grads[0].dtype).to(grads[0].device)
     flat = torch.cat([g.reshape(-1) for g in grads] + [present])
     dist.all_reduce(flat)
-    any_rank = flat[-len(parameters):].tolist()
+    any_rank = local if all(local) else [value > 0 for value in flat[-len(parameters):].tolist()]
     offset = 0
     for parameter, grad, has_grad in zip(parameters, grads, any_rank):
         reduced = flat[offset:offset + grad.numel()].view_as(grad)
         offset += grad.numel()
-        parameter.grad = reduced.clone() if has_grad > 0 else None
+        parameter.grad = reduced.clone() if has_grad else None
+
+
+def _broadcast_from_rank0(modules: Sequence[nn.Module]) -> None:
+    """Give every process rank 0's parameters and buffers (processes that built or loaded their weights
+    differently, e.g. a randomly initialized head, would otherwise train different models)."""
+    import torch.distributed as dist
+
+    with torch.no_grad():
+        for module in modules:
+            for tensor in module.state_dict(keep_vars=True).values():
+                dist.broadcast(tensor.detach(), src=0)
+
+
+def _gather_rng_states(world: int) -> list[dict]:
+    """Every rank's random state (rank order), so a checkpoint restores each process's own."""
+    state = _rng_state()
+    if world == 1:
+        return [state]
+    import torch.distributed as dist
+
+    states: list = [None] * world
+    dist.all_gather_object(states, state)
+    return states
 
 
 def _calls(group: list[np.ndarray], example_wise: bool, rank: int, world: int) -> list[np.ndarray]:
@@ -265,11 +356,12 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
     validation and at the end) and ``model/`` (a sentence-transformers folder, plus ``objective.pt`` with
     the objective's state when the objective is a ``torch.nn.Module``). With ``resume=True`` training
     continues from ``output_dir/checkpoint.pt`` when it exists. ``callback(row)`` is called after each
-    optimizer step.
+    optimizer step (it makes the host read every step's loss: one device sync a step).
 
     ``objective`` may be a ``torch.nn.Module`` with its own parameters (projection heads, class
     weights): it is moved to the encoder's device, optimized and clipped with the encoder, checkpointed
-    and restored on resume.
+    and restored on resume. An objective with ``encoder_inputs(examples) -> texts`` (the texts its call
+    embeds) gets the next step's texts tokenized and chunked on a worker thread.
 
     ``batch_sampler(n_examples, seed, epoch)`` returns the epoch's micro-batches (lists of example
     indices; a pure function of seed and epoch so a resumed run sees the same batches), e.g. a
@@ -279,12 +371,16 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
     ``validate(encoder) -> float`` (higher is better) runs in eval mode after every epoch; training ends
     with the best epoch's weights (encoder and objective), and the result records every epoch's score
     (``validation``) and ``best_epoch``.
+
+    In data-parallel training (``torchrun``) every process passes the same arguments (``output_dir``
+    included, on a file system all of them see).
     """
     if len(examples) == 0:
         raise ValueError("no training examples: the sampler produced none (see its report)")
     output_dir = Path(output_dir) if output_dir is not None else None
     checkpoint_path = output_dir / "checkpoint.pt" if output_dir else None
-    seed_everything(config.seed)
+    rank, world = _world()
+    seed_everything(config.seed + rank)  # each process its own dropout masks; rank 0 draws one process's
     objective_module = objective if isinstance(objective, nn.Module) else None
     if objective_module is not None:
         objective_module.to(encoder.device)
@@ -311,21 +407,34 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
                                   fused=encoder.device.type == "cuda" or None)
     scheduler = make_schedule(optimizer, config.schedule, total_steps, warmup)
     trained_parameters = [p for _, p in trainable]
+
+    precision_before = encoder.precision
+    if not config.bf16:
+        encoder.precision = "fp32"
+    try:
+        plan = encoder.plan
+    finally:
+        encoder.precision = precision_before
+    # fp16 needs its loss scaled so small gradients survive; disabled, the scaler passes everything through
+    scaler = torch.amp.GradScaler(encoder.device.type, enabled=plan.grad_scaler)
     history: list[dict] = []
     validation: list[float] = []
+    device_plans: list[dict] = []
     best: dict | None = None  # {"epoch", "score", "model", "objective"} of the best validated epoch
     step = 0
 
     if resume and checkpoint_path is not None and checkpoint_path.exists():
-        state = torch.load(checkpoint_path, map_location=encoder.device, weights_only=False)
-        saved = {k: v for k, v in state["config"].items() if k not in NOT_IDENTITY}
+        state = load_checkpoint(checkpoint_path, map_location=encoder.device)
+        defaults = asdict(TrainConfig())  # a field added since the checkpoint was written: its default
+        saved = {k: v for k, v in {**defaults, **state["config"]}.items() if k not in NOT_IDENTITY}
         current = {k: v for k, v in asdict(config).items() if k not in NOT_IDENTITY}
         if saved != current:
             raise ValueError(f"{checkpoint_path}: written with a different TrainConfig {saved}; "
                              f"this run has {current}")
         if state.get("finished"):
             # a finished run: its weights are the model folder's; nothing is trained again
-            return _finished_run(state, encoder, objective_module, output_dir / "model")
+            return _finished_run(state, encoder, objective_module, output_dir / "model", checkpoint_path,
+                                 rank, world)
         encoder.load_state_dict(state["model"])
         if objective_module is not None:
             if state.get("objective") is None:
@@ -334,72 +443,114 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
             objective_module.load_state_dict(state["objective"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        _set_rng_state(state["rng"])
+        if state.get("scaler") and scaler.is_enabled():
+            scaler.load_state_dict(state["scaler"])
+        _set_rng_state(_rank_rng_state(state["rng"], checkpoint_path, rank, world))
         history = list(state["history"])
         validation = list(state.get("validation", []))
+        device_plans = list(state.get("device_plans", []))
         best = state.get("best")
         step = int(state["step"])
     resumed_from = step
+    device_plans.append(plan.record())
+    if world > 1:  # every process starts from rank 0's weights (and its resumed state, already equal)
+        _broadcast_from_rank0([encoder] + ([objective_module] if objective_module is not None else []))
 
     def save_checkpoint() -> None:
-        if checkpoint_path is None or _world()[0] != 0:  # one writer in data-parallel training
+        if checkpoint_path is None:
+            return
+        rng_states = _gather_rng_states(world)  # a collective: every rank takes part
+        if rank != 0:  # one writer in data-parallel training
             return
         checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_save({"model": encoder.state_dict(), "optimizer": optimizer.state_dict(),
                       "objective": objective_module.state_dict() if objective_module is not None else None,
-                      "scheduler": scheduler.state_dict(), "rng": _rng_state(), "history": history,
-                      "validation": validation, "best": best, "step": step, "config": asdict(config)},
-                     checkpoint_path)
+                      "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(), "rng": rng_states,
+                      "history": history, "validation": validation, "best": best, "step": step,
+                      "device_plans": device_plans, "config": asdict(config)}, checkpoint_path)
 
     def set_mode(training: bool) -> None:
         encoder.train(training)
         if objective_module is not None:
             objective_module.train(training)
 
-    use_autocast = config.bf16 and encoder.device.type == "cuda"
-    rank, world = _world()
     example_wise = bool(getattr(objective, "example_wise", False))
-    chunking_before = encoder.chunk_tokens, encoder.recompute_chunks
+    encoder_inputs = getattr(objective, "encoder_inputs", None)
+    settings_before = encoder.chunk_tokens, encoder.recompute_chunks, encoder.precision
     encoder.chunk_tokens, encoder.recompute_chunks = config.chunk_tokens, config.recompute_chunks
+    if not config.bf16:
+        encoder.precision = "fp32"
     # BitFit: no gradient for the frozen weights at all (saves their backward work); restored at the end
     frozen = [p for n, p in encoder.named_parameters() if config.bitfit and p.requires_grad
               and not n.endswith("bias")]
     for parameter in frozen:
         parameter.requires_grad_(False)
     memory_adaptations: list[dict] = []
+    pending: list[tuple[dict, torch.Tensor]] = []  # history rows whose loss is still on the device
+    prefetcher = ThreadPoolExecutor(max_workers=1) if callable(encoder_inputs) else None
 
-    def run_step(group: list[np.ndarray], epoch: int, step: int) -> torch.Tensor:
-        """Forward and backward over one optimizer step's micro-batches; returns the step's loss."""
+    def prefetch(group: list[np.ndarray]) -> list[tuple[str, ...]]:
+        """Tokenize and chunk a step's texts on the worker thread; returns the keys registered."""
+        keys = []
+        for batch in _calls(group, example_wise, rank, world):
+            texts = list(encoder_inputs([examples[i] for i in batch]))
+            encoder.expect(texts, prefetcher.submit(encoder.prepare, texts))
+            keys.append(tuple(texts))
+        return keys
+
+    def run_step(group: list[np.ndarray]) -> torch.Tensor:
+        """Forward and backward over one optimizer step's micro-batches; returns the step's loss, a float64
+        tensor on the encoder's device (read by the host later, see read_losses)."""
         optimizer.zero_grad(set_to_none=True)
         group_size = sum(len(b) for b in group)
-        step_loss = torch.zeros((), dtype=torch.float64)
+        step_loss = torch.zeros((), dtype=torch.float64, device=encoder.device)
         for batch in _calls(group, example_wise, rank, world):
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_autocast):
+            with plan.autocast(encoder.device.type):
                 loss = objective(encoder, [examples[i] for i in batch])
-            if not torch.isfinite(loss):
-                raise FloatingPointError(
-                    f"loss became {loss.item()} at epoch {epoch}, optimizer step {step}: lower the "
-                    "learning rate, check the inputs for empty texts, or disable bf16")
             # Weight by batch size so a short last batch counts as much as its examples.
-            (loss * len(batch) / group_size).backward()
-            step_loss += loss.item() * len(batch) / group_size
+            weighted = loss * len(batch) / group_size
+            scaler.scale(weighted).backward()
+            step_loss = step_loss + (loss.detach().double() * len(batch) / group_size).to(encoder.device)
         return step_loss
 
+    def read_losses(keep_newest: int = 0) -> None:
+        """Copy the pending steps' losses to the host in one transfer (all but the ``keep_newest`` newest,
+        which may still be running) and stop at the first non-finite one."""
+        taken = pending[:len(pending) - keep_newest]
+        if not taken:
+            return
+        values = torch.stack([loss for _, loss in taken]).tolist()
+        del pending[:len(taken)]
+        for (row, _), value in zip(taken, values):
+            if not math.isfinite(value):
+                raise FloatingPointError(
+                    f"loss became {value} at epoch {row['epoch']}, optimizer step {row['step'] - 1}: lower the "
+                    "learning rate, check the inputs for empty texts, or turn mixed precision off "
+                    "(TrainConfig(bf16=False))")
+            row["loss"] = value
+        bar.set_postfix(loss=f"{values[-1]:.4f}", refresh=False)
+
+    flat_groups = [group for groups in epoch_groups for group in groups]
     try:
         set_mode(True)
         bar = tqdm(total=total_steps, initial=step, desc="training", disable=not config.progress, unit="step")
         steps_done = 0  # optimizer steps of the loop so far, including those skipped on resume
+        expected: list[tuple[str, ...]] = []  # prepared inputs registered for this step
         for epoch, groups in enumerate(epoch_groups):
             for group in groups:
                 steps_done += 1
                 if steps_done <= step:
                     continue  # done before the checkpoint we resumed from
+                if prefetcher is not None:
+                    if not expected:  # the first step: nothing prepared it
+                        expected = prefetch(group)
+                    coming = prefetch(flat_groups[steps_done]) if steps_done < len(flat_groups) else []
                 # The step's micro-batch adapts to memory: on an out-of-memory error the same step runs
                 # again (same random state) in smaller chunks, never with a smaller effective batch.
                 random_state = _rng_state()
                 while True:
                     try:
-                        step_loss = run_step(group, epoch, step)
+                        step_loss = run_step(group)
                         break
                     except torch.OutOfMemoryError:
                         optimizer.zero_grad(set_to_none=True)
@@ -410,24 +561,40 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
                             raise
                         memory_adaptations.append({"step": step + 1, **setting})
                         _set_rng_state(random_state)
+                if prefetcher is not None:  # inputs prepared for this step that its calls did not use
+                    for key in expected:
+                        encoder._prepared.pop(key, None)
+                    expected = coming
                 if world > 1:
                     _all_reduce_gradients(trained_parameters)
                     torch.distributed.all_reduce(step_loss)
-                step_loss = step_loss.item()
+                scaler.unscale_(optimizer)  # clipping sees the true gradients
                 if config.max_grad_norm:
                     torch.nn.utils.clip_grad_norm_(trained_parameters, config.max_grad_norm)
                 learning_rate = scheduler.get_last_lr()[0]
-                optimizer.step()
-                scheduler.step()
+                scaler.step(optimizer)  # skips the update when fp16 gradients overflowed
+                scaler.update()
+                if scaler.is_enabled():
+                    with warnings.catch_warnings():  # a skipped update makes the scheduler warn; expected
+                        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+                        scheduler.step()
+                else:
+                    scheduler.step()
                 step += 1
-                row = {"epoch": epoch, "step": step, "loss": step_loss, "learning_rate": learning_rate}
+                row = {"epoch": epoch, "step": step, "loss": float("nan"), "learning_rate": learning_rate}
                 history.append(row)
+                pending.append((row, step_loss))
                 bar.update(1)
-                bar.set_postfix(loss=f"{step_loss:.4f}", refresh=False)
-                if config.checkpoint_every and step % config.checkpoint_every == 0:
+                checkpoint_due = bool(config.checkpoint_every) and step % config.checkpoint_every == 0
+                if callback is not None or checkpoint_due:
+                    read_losses()
+                elif len(pending) > READ_LOSSES_EVERY:
+                    read_losses(keep_newest=1)
+                if checkpoint_due:
                     save_checkpoint()
                 if callback is not None:
                     callback(row)
+            read_losses()  # the epoch's losses, before validation and its checkpoint
             if validate is not None and len(validation) == epoch:
                 set_mode(False)
                 score = float(validate(encoder))
@@ -441,9 +608,12 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
                             else _cpu_copy(objective_module.state_dict())}
                 save_checkpoint()
     finally:
+        if prefetcher is not None:
+            prefetcher.shutdown(wait=True, cancel_futures=True)
+        encoder.forget_prepared()
         for parameter in frozen:
             parameter.requires_grad_(True)
-        encoder.chunk_tokens, encoder.recompute_chunks = chunking_before
+        encoder.chunk_tokens, encoder.recompute_chunks, encoder.precision = settings_before
     bar.close()
     set_mode(False)
 
@@ -456,6 +626,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
             objective_module.load_state_dict(best["objective"])
     if output_dir is not None:
         model_dir = output_dir / "model"
+        final_rng = _gather_rng_states(world)  # a collective: every rank takes part
     if model_dir is not None and rank == 0:
         if model_dir.exists():
             shutil.rmtree(model_dir)
@@ -465,15 +636,25 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
         # The full checkpoint (weights, optimizer moments, the best epoch's copy: about 4× the model) gives
         # way to a small record of the finished run; resuming it loads the model folder. Written last, so a
         # kill before this line leaves the full checkpoint, from which the run finishes again.
-        record = {"finished": True, "history": history, "validation": validation, "step": step, "rng": _rng_state(),
-                  "best_epoch": best["epoch"] if best is not None else None, "config": asdict(config)}
+        record = {"finished": True, "history": history, "validation": validation, "step": step,
+                  "rng": final_rng, "best_epoch": best["epoch"] if best is not None else None,
+                  "device_plans": device_plans, "config": asdict(config)}
         _atomic_save(record, checkpoint_path)
     return TrainResult(pd.DataFrame(history), model_dir, step, resumed_from, validation,
-                       best["epoch"] if best is not None else None, memory_adaptations)
+                       best["epoch"] if best is not None else None, memory_adaptations, device_plans)
+
+
+def _rank_rng_state(saved, checkpoint_path: Path, rank: int, world: int) -> Mapping:
+    """This rank's random state from a checkpoint's (a list, one per rank; older checkpoints: one dict)."""
+    states = [saved] if isinstance(saved, Mapping) else list(saved)
+    if len(states) != world:
+        raise ValueError(f"{checkpoint_path}: written by {len(states)} training process(es); resume it with "
+                         f"as many (this run has {world}), so each process continues its own random state")
+    return states[rank]
 
 
 def _finished_run(record: Mapping, encoder: Encoder, objective_module: nn.Module | None,
-                  model_dir: Path) -> TrainResult:
+                  model_dir: Path, checkpoint_path: Path, rank: int = 0, world: int = 1) -> TrainResult:
     """Resume a run that had finished: load the weights it saved and return its recorded result."""
     from safetensors.torch import load_file
 
@@ -490,10 +671,11 @@ def _finished_run(record: Mapping, encoder: Encoder, objective_module: nn.Module
         objective_module.load_state_dict(torch.load(objective_path, map_location=encoder.device, weights_only=True))
         objective_module.eval()
     encoder.eval()
-    _set_rng_state(record["rng"])  # as after the uninterrupted run, for whatever the caller draws next
+    # as after the uninterrupted run, for whatever the caller draws next
+    _set_rng_state(_rank_rng_state(record["rng"], checkpoint_path, rank, world))
     step = int(record["step"])
     return TrainResult(pd.DataFrame(record["history"]), model_dir, step, step, list(record["validation"]),
-                       record["best_epoch"])
+                       record["best_epoch"], device_plans=list(record.get("device_plans", [])))
 
 
 @torch.no_grad()
@@ -532,10 +714,14 @@ class TripletObjective:
         self.loss = loss or TripletMarginLoss(margin=1.0, distance="l2")
         self.per_example_margin = per_example_margin
 
+    def encoder_inputs(self, triplets: Sequence) -> list[str]:
+        """The texts a call embeds, in order (the trainer prepares the next step's on a worker thread)."""
+        ids = [t.query for t in triplets] + [t.positive for t in triplets] + [t.negative for t in triplets]
+        return [self.texts[i] for i in ids]
+
     def __call__(self, encoder: Encoder, triplets: Sequence) -> torch.Tensor:
         n = len(triplets)
-        ids = [t.query for t in triplets] + [t.positive for t in triplets] + [t.negative for t in triplets]
-        embeddings = encoder([self.texts[i] for i in ids])  # one forward pass for the whole batch
+        embeddings = encoder(self.encoder_inputs(triplets))  # one forward pass for the whole batch
         anchor, positive, negative = embeddings[:n], embeddings[n:2 * n], embeddings[2 * n:]
         margin = None
         if self.per_example_margin:
@@ -554,7 +740,9 @@ class ContrastiveObjective:
         self.texts = texts
         self.loss = loss or GeneralContrastiveLoss(temperature=0.05)
 
-    def __call__(self, encoder: Encoder, examples: Sequence) -> torch.Tensor:
+    @staticmethod
+    def _layout(examples: Sequence) -> tuple[list[str], list[list[int]], list[list[int]], int, int]:
+        """Paper ids in embedding order (ragged groups padded with the anchor) and the masks of real ones."""
         n_pos = max(len(e.positives) for e in examples)
         n_neg = max(len(e.negatives) for e in examples)
         ids, pos_mask, neg_mask = [], [], []
@@ -564,6 +752,14 @@ class ContrastiveObjective:
             ids += list(e.negatives) + [e.query] * (n_neg - len(e.negatives))
             pos_mask.append([1] * len(e.positives) + [0] * (n_pos - len(e.positives)))
             neg_mask.append([1] * len(e.negatives) + [0] * (n_neg - len(e.negatives)))
+        return ids, pos_mask, neg_mask, n_pos, n_neg
+
+    def encoder_inputs(self, examples: Sequence) -> list[str]:
+        """The texts a call embeds, in order (the trainer prepares the next step's on a worker thread)."""
+        return [self.texts[i] for i in self._layout(examples)[0]]
+
+    def __call__(self, encoder: Encoder, examples: Sequence) -> torch.Tensor:
+        ids, pos_mask, neg_mask, n_pos, n_neg = self._layout(examples)
         embeddings = encoder([self.texts[i] for i in ids]).view(len(examples), 1 + n_pos + n_neg, -1)
         device = embeddings.device
         return self.loss(embeddings[:, 0], embeddings[:, 1:1 + n_pos], embeddings[:, 1 + n_pos:],

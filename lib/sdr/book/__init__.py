@@ -31,7 +31,8 @@ from sdr.book import paths
 from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, EXTERNAL, LEADERBOARD_DATA, base_model_label,
                                   csabstruct_metrics, csabstruct_per_query, csfcube_metrics, csfcube_per_query,
                                   headline_display, headline_table, leaderboard_row, leaderboard_rows,
-                                  leaderboard_table, seed_summary, store_external_rows, trained_here)
+                                  leaderboard_table, seed_summary, store_external_rows, trained_here,
+                                  untrained_reference)
 from sdr.book.paths import results_dir
 from sdr.book.profiles import chapter_names, chapter_parameters, load_profiles, notebook_parameters, parse_value
 from sdr.book.render import (PROFILE_BOX_CLASS, PROFILE_BOX_TAG, clean_outputs, column_decimals, finish_notebook,

@@ -131,6 +131,14 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
     return row
 
 
+def untrained_reference(model_name: str, model_layers: int = 0, pooling: str = "cls", benchmark: str = "csfcube") -> str:
+    """The method name of the untrained encoder's CSFCube/CSAbstruct row that the Benchmarks chapter stores (with
+    per-query scores): a trained row names it as its ``reference``, so every trained row of a leaderboard is compared
+    with the one untrained encoder it started from, scored the same way."""
+    suffix = "abstract query" if benchmark == "csfcube" else "untrained"
+    return f"{base_model_label(model_name, model_layers)} · {pooling} · {suffix}"
+
+
 def csfcube_per_query(result: Mapping, data_dir, facet: str = "all") -> tuple[dict, list[list[str]]]:
     """Per-query MAP × 100 of the test folds and the two folds as groups, from ``csfcube.evaluate(...,
     return_per_query=True)``: their grouped mean is :func:`csfcube_metrics`' ``map_all``."""
@@ -143,11 +151,10 @@ def csfcube_per_query(result: Mapping, data_dir, facet: str = "all") -> tuple[di
     return {k: 100.0 * result["per_query"][k]["map"] for g in groups for k in g}, groups
 
 
-def csabstruct_per_query(embeddings, labels) -> dict:
-    """Per-sentence AP@R (fractions): their mean is :func:`csabstruct_metrics`' ``map@r``."""
-    from sdr.evaluate.sentences import per_query_map_at_r
-
-    return {str(k): v for k, v in per_query_map_at_r(embeddings, labels).items()}
+def csabstruct_per_query(result: Mapping) -> dict:
+    """Per-sentence AP@R (fractions) from ``sdr.evaluate.sentences.evaluate``'s result: the same neighbours its
+    MAP@R averages, so their mean is :func:`csabstruct_metrics`' ``map@r``."""
+    return {str(k): float(v) for k, v in result["per_query"].items()}
 
 
 def base_model_label(model_name: str, model_layers: int = 0) -> str:

@@ -65,23 +65,30 @@ def chapter_parameters(chapter: str, profile: str, overrides: Mapping | None = N
                          f"{sorted(profiles['profiles'])}")
     if chapter not in profiles["chapters"]:
         raise ValueError(f"unknown chapter {chapter!r}; {source} lists {profiles['chapters']}")
+    from sdr import parameters as checks
+
     spec = profiles["profiles"][profile]
-    merged = dict(spec.get("parameters") or {})
-    merged.update((spec.get("chapters") or {}).get(chapter) or {})
-    merged.update(overrides or {})
+    merged, origins = checks.merge_layers([
+        (f"profile {profile} of {source.name}", spec.get("parameters")),
+        (f"profile {profile}, chapter {chapter} of {source.name}", (spec.get("chapters") or {}).get(chapter)),
+        ("-p", overrides)])
     notebook = notebook or paths.NOTEBOOKS / f"{chapter}.ipynb"
-    defaults = notebook_parameters(notebook)
-    unknown = sorted(set(merged) - set(defaults))
+    specs = checks.parameter_specs(notebook)
+    unknown = sorted(set(merged) - set(specs))
     if unknown:
         raise ValueError(f"{notebook.name}: parameters {unknown} (from profile {profile!r} or -p) are not "
-                         f"defined in its parameters cell; it defines {sorted(defaults)}")
-    missing = sorted(k for k, v in defaults.items() if v == "None" and k not in merged)
+                         f"defined in its parameters cell; it defines {sorted(specs)}")
+    missing = sorted(k for k, s in specs.items() if s.default_text == "None" and k not in merged)
     if missing:
         raise ValueError(f"{notebook.name}: parameters {missing} have no value: give them in profile "
                          f"{profile!r} of {source} or with -p NAME VALUE")
+    # values typed like the parameters cell's defaults, checked before papermill runs (no half-run notebook)
+    checks.check_values(merged, specs, notebook, origins)
     return merged
 
 
 def parse_value(text: str):
     """``-p key value`` values are YAML scalars: 3 → int, 0.5 and 2e-5 → float, true → bool, else str."""
-    return yaml.load(text, Loader=_YamlLoader)
+    from sdr.parameters import parse_value as parse
+
+    return parse("?", text)

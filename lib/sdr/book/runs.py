@@ -94,7 +94,9 @@ def _chapter_command(args) -> int:
     if bool(args.all) == bool(args.name):
         raise ValueError("give a chapter NAME or --all")
     names = chapter_names() if args.all else [args.name]
-    overrides = {key: parse_value(value) for key, value in args.parameter}
+    from sdr import parameters as checks
+
+    overrides = checks.parse_overrides(args.parameter)
     for name in names:
         print(f"[sdr chapter] {name} at profile {args.profile}", file=sys.stderr, flush=True)
         try:

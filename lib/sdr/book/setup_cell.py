@@ -97,17 +97,11 @@ def interactive_parameters(chapter: str) -> dict:
 
 
 def device_line() -> str:
-    """The device this chapter runs on and, on a GPU, the attention and precision path the trainer takes there."""
-    import torch
+    """The device this chapter runs on and the attention and precision path the trainer takes there
+    (:func:`sdr.encoders.device_plan`)."""
+    from sdr.encoders import device_plan
 
-    if not torch.cuda.is_available():
-        return "device: CPU (no GPU found)"
-    line = f"device: GPU ({torch.cuda.get_device_name(0)})"
-    try:
-        from sdr.train import device_plan
-    except ImportError:
-        return line
-    return f"{line}; {device_plan(torch.device('cuda')).description}"
+    return f"device: {device_plan('auto').describe()}"
 
 
 def _tagged(notebook, tag):
@@ -120,9 +114,12 @@ def add_setup_cell(notebook_path: Path) -> bool:
     notebook that Colab opens keeps them). Returns whether the file changed."""
     import nbformat
 
+    from sdr.jsonio import read_notebook
+    from sdr.outputs import rewritten
+
     notebook_path = Path(notebook_path)
     chapter = notebook_path.stem
-    notebook = nbformat.read(notebook_path, as_version=4)
+    notebook = read_notebook(notebook_path)
     changed = False
     for tag, source, place in ((SETUP_TAG, setup_cell_source(chapter), "first-code"),
                                (PROFILE_TAG, profile_cell_source(chapter), "after-parameters")):
@@ -144,7 +141,8 @@ def add_setup_cell(notebook_path: Path) -> bool:
         notebook.cells.insert(index, cell)
         changed = True
     if changed:
-        nbformat.write(notebook, notebook_path)
+        with rewritten(notebook_path) as temporary:  # an interrupted rewrite leaves the notebook as it was
+            nbformat.write(notebook, temporary)
     return changed
 
 

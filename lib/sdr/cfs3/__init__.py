@@ -18,7 +18,9 @@ whose code was never published:
 
 from __future__ import annotations
 
-from sdr.cfs3.build import PAPER_COUNTS, CFS3Build, build_cfs3, real_sentence_pool, summary_lines
+from sdr.cfs3.build import (PAPER_COUNTS, POOL_SOURCES, CFS3Build, build_cfs3, chapter_sentence_pool, real_sentence_pool,
+                             sentence_pool, write_replica_phrases,
+                             summary_lines)
 from sdr.cfs3.cli import register
 from sdr.cfs3.dataset import (
     CSABSTRUCT_LABELS,
@@ -86,6 +88,7 @@ __all__ = [
     "group_of", "label_table", "load_phrases", "merge_phrase_sets", "ngram_text", "ngrams", "planted_recovery", "read_labelled",
     "read_ngram_dict", "read_phrase_tsv", "read_phrasebank", "read_released_cfs3", "read_sentences_jsonl",
     "register", "repair_glued_words", "roots_of", "s2orc_sentences", "scicite_sentences", "split_at_placeholders",
-    "stratified_split", "summary_lines", "real_sentence_pool", "csabstruct_held_out", "exclude_held_out",
+    "stratified_split", "summary_lines", "real_sentence_pool", "sentence_pool", "POOL_SOURCES", "chapter_sentence_pool",
+    "write_replica_phrases", "csabstruct_held_out", "exclude_held_out",
     "leakage_audit", "normalise_text", "synthetic_sentences", "tokenize_sentences", "write_labelled",
 ]

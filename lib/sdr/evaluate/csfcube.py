@@ -357,15 +357,53 @@ def query_texts(
     return texts
 
 
+class TokenCut:
+    """Cut texts to what an encoder with ``max_tokens`` reads, so every system of a leaderboard (lexical rankers
+    too) sees the same text of each paper: the first ``max_tokens - 2`` tokens of a text (its [CLS] and final
+    [SEP] take two), the title first, then the abstract after the separator's token, as ``title [SEP] abstract``
+    is truncated by the encoder. ``tokenizer`` is a Hugging Face fast tokenizer (offsets map tokens to text)."""
+
+    def __init__(self, tokenizer, max_tokens: int):
+        if max_tokens < 4:
+            raise ValueError(f"max_tokens must be at least 4, got {max_tokens}")
+        self.tokenizer, self.max_tokens = tokenizer, int(max_tokens)
+
+    def _prefix(self, text: str, budget: int) -> tuple[str, int]:
+        """The longest prefix of ``text`` of at most ``budget`` tokens, and the tokens it has."""
+        if budget <= 0 or not text:
+            return "", 0
+        offsets = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        if len(offsets) <= budget:
+            return text, len(offsets)
+        return text[:offsets[budget - 1][1]], budget
+
+    def text(self, text: str) -> str:
+        return self._prefix(text, self.max_tokens - 2)[0]
+
+    def paper(self, paper: Paper) -> Paper:
+        """``paper`` with title and abstract cut as the encoder cuts ``title [SEP] abstract``."""
+        import dataclasses
+
+        title, used = self._prefix(paper.title, self.max_tokens - 2)
+        abstract, _ = self._prefix(paper.abstract, self.max_tokens - 3 - used) if paper.abstract else ("", 0)
+        return dataclasses.replace(paper, title=title, abstract=abstract)
+
+
 def lexical_rankings(
     papers: Mapping[str, Paper], data_dir: str | Path, method: str = "bm25", queries: str = "abstract",
-    progress: bool = False,
+    progress: bool = False, cut: TokenCut | None = None,
 ) -> dict[str, dict[str, list[tuple[str, float]]]]:
-    """Rank every judged pool with BM25 or TF-IDF (:mod:`sdr.baselines`); candidates are ``title abstract``."""
+    """Rank every judged pool with BM25 or TF-IDF (:mod:`sdr.baselines`); candidates are ``title abstract``.
+    With ``cut``, every text (candidates and queries, facet queries too) is what an encoder of that input length
+    reads (:class:`TokenCut`)."""
     from sdr.baselines import rank_pools
 
+    if cut is not None:
+        papers = {pid: cut.paper(paper) for pid, paper in papers.items()}
     candidate_texts = {pid: paper.text(" ") for pid, paper in papers.items()}
     by_facet = query_texts(papers, data_dir, queries)
+    if cut is not None and queries == "facet":
+        by_facet = {facet: {q: cut.text(t) for q, t in texts.items()} for facet, texts in by_facet.items()}
     return {facet: rank_pools(by_facet[facet], candidate_texts, judged_pools(data_dir, facet), method=method,
                               progress=progress)
             for facet in FACETS}

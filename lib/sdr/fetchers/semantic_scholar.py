@@ -143,6 +143,46 @@ class CitationFetcher:
                 handle.flush()
         return len(todo)
 
+    def resolve_corpus_ids(self, ids: Iterable[str]) -> list[str]:
+        """S2 paper ids (sha) of ``CorpusId:<n>`` ids (FLeW releases corpus ids), through ``/paper/batch``; the
+        records go to ``papers.jsonl`` (their ``externalIds.CorpusId`` keeps the mapping), so a rerun asks only
+        for the ones not there yet. Ids the API does not know are noted in ``missing.jsonl`` and left out."""
+        path = self.folder / "papers.jsonl"
+        ids = list(dict.fromkeys(map(str, ids)))
+        wrong = [i for i in ids if not i.startswith("CorpusId:") or not i.split(":", 1)[1].isdigit()]
+        if wrong:
+            raise ValueError(f"resolve_corpus_ids: expected ids CorpusId:<digits>, got {wrong[:3]}")
+        wanted = [i.split(":", 1)[1] for i in ids]
+        known = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    record = json.loads(line)
+                    corpus_id = (record.get("externalIds") or {}).get("CorpusId")
+                    if corpus_id is not None:
+                        known[str(corpus_id)] = str(record["paperId"])
+        missing = {m["paperId"] for m in self._missing("papers")}
+        todo = [f"CorpusId:{c}" for c in wanted if c not in known and f"CorpusId:{c}" not in missing]
+        with path.open("a", encoding="utf-8") as handle:
+            for start in tqdm(range(0, len(todo), BATCH_LIMIT), desc="corpus ids", unit="batch",
+                              disable=not self.progress):
+                batch = todo[start:start + BATCH_LIMIT]
+                records = self.client.json("POST", f"{GRAPH_API}/paper/batch", {"fields": PAPER_FIELDS},
+                                           payload={"ids": batch})
+                if not isinstance(records, list) or len(records) != len(batch):
+                    raise ApiError(f"{GRAPH_API}/paper/batch", 200,
+                                   f"expected a list of {len(batch)} records (null for unknown ids)")
+                for requested, record in zip(batch, records):
+                    if record is None or not record.get("paperId"):
+                        self._note_missing(requested, "papers")
+                        continue
+                    corpus_id = requested.split(":", 1)[1]
+                    record = {**record, "externalIds": {**(record.get("externalIds") or {}), "CorpusId": int(corpus_id)}}
+                    known[corpus_id] = str(record["paperId"])
+                    handle.write(json.dumps(record) + "\n")
+                handle.flush()
+        return [known[c] for c in wanted if c in known]
+
     def referenced_ids(self, anchors: Iterable[str]) -> list[str]:
         """The papers the anchors cite (from the written reference pages), in order of appearance."""
         anchors = set(map(str, anchors))
@@ -208,13 +248,21 @@ def read_triple_queries(path: str | Path) -> list[str]:
 
 
 def anchors_for(dataset) -> list[str]:
-    """The anchor papers of a registry dataset fetched by this module (both use SciNCL's w/o-leakage queries:
-    the thesis says so; FLeW's own 216 K query list is not released, see the FLeW chapter)."""
+    """The anchor papers of a registry dataset fetched by this module: the thesis' are SciNCL's w/o-leakage
+    queries (it says so); FLeW's are its released query list (the queries of ``flew_triplets``, S2 corpus ids,
+    returned as ``CorpusId:<n>``)."""
     from sdr import datasets
 
-    if dataset.name in ("s2_citations_thesis", "s2ag_citations_flew"):
+    if dataset.name == "s2_citations_thesis":
         folder = datasets.resolve("specter_wol")
         return read_triple_queries(folder / "specter-wol__train_triples.csv")
+    if dataset.name == "s2ag_citations_flew":
+        from sdr.methods import flew
+
+        folder = datasets.resolve("flew_triplets")
+        released = {facet: flew.read_released_triplets(folder / f"{facet}_training_triplet.csv")
+                    for facet in flew.FACETS}
+        return [f"CorpusId:{query}" for query in flew.query_list(released)[0]]
     raise ValueError(f"{dataset.name}: no anchor list is defined for the semantic_scholar fetcher")
 
 
@@ -229,5 +277,8 @@ def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client |
     anchors = anchors if anchors is not None else anchors_for(dataset)
     if limit:
         anchors = anchors[:limit]
-    CitationFetcher(folder, client, progress).fetch(anchors)
+    fetcher = CitationFetcher(folder, client, progress)
+    if any(str(a).startswith("CorpusId:") for a in anchors):
+        anchors = fetcher.resolve_corpus_ids(anchors)  # the Graph API pages are keyed by paperId
+    fetcher.fetch(anchors)
     return folder

@@ -143,8 +143,8 @@ def read_thesis_citations(folder: str | Path) -> ThesisData:
 
 def write_s2_citations_replica(corpus, folder: str | Path, anchor_fraction: float, seed: int = 0) -> Path:
     """The replica of ``s2_citations_thesis``: ``corpus`` (a synthetic corpus) served as the Semantic Scholar Graph
-    API (:class:`sdr.dryrun.SyntheticGraphApi`) and fetched by the real fetcher, so the folder has the official
-    layout (anchors' reference and citation pages, their references' reference pages, ``anchors.txt``).
+    API and fetched by the real fetcher (:func:`sdr.synthetic.s2_api.write_citation_pages`), so the folder has the
+    official layout (anchors' reference and citation pages, their references' reference pages, ``anchors.txt``).
 
     The anchors stand in for SPECTER's query papers: a seeded ``anchor_fraction`` of the corpus' papers with a
     link (the thesis' 132k anchors are a minority of the papers their pages reach, so "excluding all anchor
@@ -154,9 +154,7 @@ def write_s2_citations_replica(corpus, folder: str | Path, anchor_fraction: floa
     import io
 
     from sdr.datasets import forbid_replica
-    from sdr.dryrun import SyntheticGraphApi
-    from sdr.fetchers.http import Client
-    from sdr.fetchers.semantic_scholar import CitationFetcher
+    from sdr.synthetic.s2_api import write_citation_pages
 
     forbid_replica("sdr.methods.sciaspect.write_s2_citations_replica")
     if not 0 < anchor_fraction <= 1:
@@ -166,10 +164,8 @@ def write_s2_citations_replica(corpus, folder: str | Path, anchor_fraction: floa
         raise ValueError("write_s2_citations_replica: the corpus has no citation edges")
     size = max(1, round(anchor_fraction * len(linked)))
     anchors = sorted(np.random.default_rng(seed).choice(linked, size=size, replace=False).tolist())
-    client = Client(rate=1e6, api_key="replica", transport=SyntheticGraphApi(corpus), sleep=lambda s: None)
     with contextlib.redirect_stdout(io.StringIO()):  # the fetcher's request-time estimate is for the real API
-        CitationFetcher(folder, client, progress=False).fetch(anchors)
-    return Path(folder)
+        return write_citation_pages(corpus, folder, anchors=anchors)
 
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")

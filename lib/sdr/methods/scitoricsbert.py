@@ -36,6 +36,7 @@ __all__ = [
     "train_function_model",
     "score_sentences", "cf_section_items", "CF_SECTIONS", "score_sections", "table3_row",
     "LabelSchedule", "sample_label_subsets", "items_with_labels", "label_subset_epochs", "label_schedule",
+    "Baseline", "BASELINES", "RELEASED", "BOOK_CFS3_INPUTS", "paper_inputs", "CFS3TrainingSet", "cfs3_training_set",
 ]
 
 #: The five objectives, in the order of the paper's tables.
@@ -353,3 +354,122 @@ def label_schedule(n_labels: int, n_all_labels: int, n_train: int, full_epochs: 
 
 
 SETTINGS = SCITORICS_SETTINGS  # the Table 6 values, re-exported for the chapter's settings table
+
+
+# --------------------------------------------------------------------------------------------- Tables 3-4 baselines
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One baseline row of Tables 3 and 4: the Hugging Face model the authors scored and its pooling."""
+
+    name: str  # the row name of this book
+    model: str  # Hugging Face name (kaisugi/rhetorical_aspect_embeddings README, "Evaluation (baseline)")
+    pooling: str  # "mean" = the paper's "avg." (footnote 8: the mean of the last hidden layer), or "cls"
+    table3: str  # the row's name in Table 3
+    table4: str  # and in Table 4
+
+
+#: The transformer baselines of Tables 3-4 besides SciBERT (the chapter's base model, scored as "avg." anyway).
+#: SRoBERTa is ``stsb-roberta-base-v2`` (the authors' README; the paper says "fine-tuned on NLI"). The authors score
+#: SimCSE with ``--cls_pooling``, the pooler output (BERT's dense + tanh over [CLS]); :class:`sdr.encoders.Encoder`
+#: offers the last layer's [CLS], which is what this book scores (the page says so). GloVe avg. (the authors: mean of
+#: glove.42B.300d vectors over lower-cased NLTK tokens) is not scored: no package in the book's registries ships
+#: those vectors.
+BASELINES: tuple[Baseline, ...] = (
+    Baseline("BERT avg.", "bert-base-uncased", "mean", "BERTbase avg.", "BERT avg."),
+    Baseline("RoBERTa avg.", "roberta-base", "mean", "RoBERTabase avg.", "RoBERTa avg."),
+    Baseline("PubMedBERT avg.", "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext", "mean",
+             "PubMedBERT avg.", "PubMedBERT avg."),
+    Baseline("SRoBERTa", "sentence-transformers/stsb-roberta-base-v2", "mean", "SRoBERTabase", "SRoBERTa"),
+    Baseline("SimCSE-RoBERTa [CLS]", "princeton-nlp/sup-simcse-roberta-base", "cls", "SimCSE-RoBERTabase",
+             "SimCSE-RoBERTa"),
+)
+
+#: The released SciToricsBERT (softmax loss; its README embeds with the last layer's [CLS]).
+RELEASED = Baseline("SciToricsBERT release (kaisugi/scitoricsbert)", "kaisugi/scitoricsbert", "cls",
+                    PAPER_MODEL_NAMES["softmax"], PAPER_MODEL_NAMES["softmax"])
+
+#: What the book's own CFS3 build reads (:func:`cfs3_training_set` without the release), besides CSAbstruct.
+BOOK_CFS3_INPUTS: tuple[str, ...] = ("academic_phrasebank", "scicite", "csfcube", "s2orc_sample")
+
+
+def paper_inputs(release: bool) -> tuple[str, ...]:
+    """The datasets the chapter reads at ``paper``: ``sdr.datasets.CHAPTER_DATA["scitoricsbert"]`` with the CFS3
+    release, or, training on the book's own build instead, the build's sources in its place."""
+    from sdr.datasets import CHAPTER_DATA
+
+    declared = CHAPTER_DATA["scitoricsbert"]
+    if release:
+        return declared
+    return (*(name for name in declared if name != "cfs3"), *BOOK_CFS3_INPUTS)
+
+
+@dataclass
+class CFS3TrainingSet:
+    """The CFS3 the chapter trains on: its 4:1 split, where it came from, and the build's leakage audit."""
+
+    train: list
+    valid: list
+    origin: str  # "release", "book build" or "replica"
+    source: str
+    pool_audit: object = None  # pandas DataFrame of the pool filter (book build only)
+    removed_as_evaluation: int = 0  # sentences equal to an evaluation sentence, dropped before the split
+
+
+def cfs3_training_set(data, *, release: bool, replica: Callable[[Path], Path], csabstruct, seed: int,
+                      evaluation_texts: set[str] = frozenset(), progress: bool = False) -> CFS3TrainingSet:
+    """Resolve the CFS3 training set through ``data`` (a :class:`sdr.datasets.ChapterData`), role "training".
+
+    * ``release``: the released splits ``CFS3_train/valid.jsonl`` of Alab-NII/CFS3 (the ``paper`` profile);
+      where the policy allows a replica, ``replica(folder)`` writes a CFS3 JSONL that is split 4:1 here.
+    * otherwise the book's own build (:mod:`sdr.cfs3`): the Academic Phrasebank's n-grams matched against the real
+      sentences found (:func:`sdr.cfs3.sentence_pool`: CSAbstruct train, SciCite, CSFCube, the S2ORC sample), with
+      CSAbstruct's dev and test sentences removed from the pool by text; its replica is ``replica(folder)``.
+
+    ``csabstruct`` is the chapter's CSAbstruct *training* input (its train split joins the pool; its dev and test,
+    when real, are held out). Sentences of the book's build or the replica whose normalised text is in
+    ``evaluation_texts`` (the CF-labelled sentences the chapter scores) are dropped before the stratified split;
+    the release is used as released.
+    """
+    from sdr import cfs3
+
+    def split(records) -> tuple[list, list, int]:
+        kept = [r for r in records if cfs3.normalise_text(r.text) not in evaluation_texts]
+        train, valid, _ = cfs3.stratified_split(kept, valid_fraction=0.2, seed=seed)
+        return train, valid, len(records) - len(kept)
+
+    if release:
+        item = data.input("cfs3", role="training", files=("CFS3_train.jsonl", "CFS3_valid.jsonl"),
+                          replica=replica, replica_source="CFS3 replica: the planted formulaic sentences of the "
+                                                          "synthetic corpus")
+        if item.real:
+            train = cfs3.read_labelled(item.file("CFS3_train.jsonl"))
+            valid = cfs3.read_labelled(item.file("CFS3_valid.jsonl"))
+            return CFS3TrainingSet(train, valid, "release", f"{item.source}: {len(train):,} train, {len(valid):,} "
+                                                            f"valid sentences")
+        train, valid, removed = split(cfs3.read_labelled(item.path))
+        return CFS3TrainingSet(train, valid, "replica", item.source, removed_as_evaluation=removed)
+    phrasebank = data.input("academic_phrasebank", role="training", replica=replica,
+                            replica_source="CFS3 replica: the planted formulaic sentences of the synthetic corpus "
+                                           "(no Phrasebank)")
+    if not phrasebank.real:
+        train, valid, removed = split(cfs3.read_labelled(phrasebank.path))
+        return CFS3TrainingSet(train, valid, "replica", phrasebank.source, removed_as_evaluation=removed)
+    folders = {"csabstruct": csabstruct.path} if csabstruct.real else {}
+    for name in BOOK_CFS3_INPUTS[1:]:
+        found = data.input(name, role="training", optional=True)
+        if found is not None:
+            folders[name] = found.path
+    lemmatizer = cfs3.Lemmatizer()
+    phrases = cfs3.read_phrasebank(phrasebank.path)
+    dictionary = cfs3.build_ngram_dictionary(phrases, n=5, lemmatizer=lemmatizer, progress=progress)
+    parts, _ = cfs3.sentence_pool(folders, progress=progress)
+    pool = [s for part in parts.values() for s in part]
+    held_out = cfs3.csabstruct_held_out(csabstruct.path) if csabstruct.real else {}
+    pool, audit = cfs3.exclude_held_out(pool, held_out)
+    records, _ = cfs3.SentenceMatcher(dictionary, lemmatizer=lemmatizer).label(pool, progress=progress)
+    train, valid, removed = split(records)
+    source = (f"CFS3 built by sdr.cfs3 from the Academic Phrasebank and {len(pool):,} real sentences "
+              f"({', '.join(parts)}; CSAbstruct dev/test removed)")
+    return CFS3TrainingSet(train, valid, "book build", source, audit if held_out else None, removed)

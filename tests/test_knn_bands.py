@@ -1,0 +1,181 @@
+"""Tests of SciNCL's neighbour bands at scale (sdr.samplers, issue 21): the blocked search keeps exactly the
+bands a one-shot search gives, one search serves several band settings, the torch and chunked exact searches
+agree with FAISS, and an IVF index's band recall is measured against exact search and must stay high."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sdr import samplers
+from sdr.graph import GraphEmbedding, GraphEmbeddingConfig
+from sdr.methods import scincl
+from sdr.samplers import BandSetting, NeighbourIndex, band_check, band_recall, knn_band_triplets, knn_bands
+
+QUIET = dict(progress=False, verbose=False)
+BANDS = BandSetting(k_pos=10, c_pos=5, k_hard=40, c_hard=2, c_easy=3)
+
+
+def plane_points(n: int = 400, seed: int = 0) -> tuple[np.ndarray, list[str]]:
+    points = np.random.default_rng(seed).uniform(0, 1, size=(n, 2)).astype(np.float32)
+    return points, [f"p{i:04d}" for i in range(n)]
+
+
+def reference_order(points: np.ndarray, query: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every other row by float64 squared distance from ``query`` (nearest first) and the distances."""
+    distances = ((points.astype(np.float64) - points[query].astype(np.float64)) ** 2).sum(axis=1)
+    distances[query] = np.inf
+    order = np.argsort(distances, kind="stable")[:-1]
+    return order, distances[order]
+
+
+def test_blocked_bands_equal_one_shot_bands_and_the_geometry():
+    """Blocks of 25 queries keep exactly the bands one search over all 400 queries keeps; both equal the
+    bands of a float64 ranking computed without FAISS (for the queries whose band edges float32 resolves:
+    a squared-distance gap of at least 1e-5 at each band edge)."""
+    points, ids = plane_points()
+    settings = [BANDS, BandSetting(k_pos=10, c_pos=5, k_hard=120, c_hard=2, c_easy=3, filtered_random=False)]
+    blocked = knn_bands(points, ids, settings, metric="l2", seed=3, block_size=25)
+    one_shot = knn_bands(points, ids, settings, metric="l2", seed=3, block_size=len(ids))
+    for setting in settings:
+        np.testing.assert_array_equal(blocked.positives[setting], one_shot.positives[setting])
+        np.testing.assert_array_equal(blocked.hard[setting], one_shot.hard[setting])
+        np.testing.assert_array_equal(blocked.easy[setting], one_shot.easy[setting])
+        assert blocked.triplets(setting) == one_shot.triplets(setting)
+    checked = 0
+    for row in range(len(ids)):
+        order, distances = reference_order(points, row)
+        edges = [5, 10, 38, 40, 118, 120]  # between rank r and r + 1: np.diff index r - 1
+        if np.min(np.diff(distances)[[r - 1 for r in edges]]) < 1e-5:
+            continue
+        checked += 1
+        for setting in settings:
+            assert set(blocked.positives[setting][row]) == set(order[5:10])
+            assert set(blocked.hard[setting][row]) == set(order[setting.k_hard - 2:setting.k_hard])
+            easy = blocked.easy[setting][row]
+            assert row not in easy and (not setting.filtered_random or not set(easy) & set(order[:setting.depth]))
+    assert checked > 300, checked
+
+
+def test_one_search_serves_the_main_bands_and_the_collision_sweep():
+    """SciNCL's main sampling and its k⁻hard sweep (Fig. 5) from one search: each setting's triplets are the
+    ones knn_band_triplets gives when it searches for that setting alone."""
+    points, ids = plane_points(300, seed=1)
+    sweep = [BandSetting(10, 5, k_hard, 2, 3) for k_hard in (12, 14, 40, 80)]
+    searched = knn_bands(points, ids, [BANDS] + sweep, metric="l2", seed=5, block_size=64,
+                         query_ids=ids[::2] + ["not-a-paper"])
+    for setting in [BANDS] + sweep:
+        alone = knn_band_triplets(points, ids, **vars(setting), seed=5, metric="l2", query_ids=ids[::2] + ["not-a-paper"],
+                                  **QUIET)
+        reused = knn_band_triplets(points, ids, **vars(setting), seed=5, metric="l2", neighbours=searched, **QUIET)
+        assert reused[0] == alone[0] and str(reused[1]) == str(alone[1])
+        assert alone[1].skipped["not in embeddings"] == 1
+    with pytest.raises(KeyError, match="was not searched"):
+        searched.triplets(BandSetting(10, 5, 50, 2, 3))
+
+
+def test_band_check_equals_the_chapter_band_ranks():
+    """samplers.band_check (blocked) gives the table sdr.methods.scincl.band_ranks gives, for sampled
+    triplets and for deliberately wrong ones."""
+    points, ids = plane_points(300, seed=2)
+    embedding = GraphEmbedding(ids=ids, vectors=points, config=GraphEmbeddingConfig(dimension=2, comparator="cos"))
+    bands = scincl.Bands(k_pos=10, c_pos=5, k_hard=40, c_hard=2, c_easy=3)
+    triplets, _ = scincl.sample_triplets(embedding, bands, seed=1)
+    wrong = [type(t)(t.query, t.negative, t.positive, t.kind) for t in triplets[:300]]
+    for sample in (triplets, wrong):
+        expected = scincl.band_ranks(sample, embedding, bands)
+        got = band_check(sample, embedding.vectors, embedding.ids, bands, metric=embedding.metric, block_size=30)
+        assert got.equals(expected)
+    assert got["positive_in_band"].sum() < len(got)
+
+
+def test_torch_and_chunked_exact_search_agree_with_faiss():
+    """The GPU paths' code (torch matrix product + topk, here on the CPU) and the chunked exact search (the
+    recall reference) find the neighbours FAISS's flat index finds, on points whose order float32 resolves."""
+    points, _ = plane_points(300, seed=4)
+    rows = []
+    for row in range(len(points)):
+        _, distances = reference_order(points, row)
+        if np.min(np.diff(distances)[:60]) > 1e-5:
+            rows.append(row)
+    rows = np.array(rows)
+    assert len(rows) > 100
+    for metric in ("l2", "ip", "cosine"):
+        data = points + 0.5 if metric != "l2" else points  # away from the origin, so ip/cosine orders differ
+        faiss_found = np.concatenate([f for _, f in NeighbourIndex(data, metric, device="cpu").blocks(rows, 60, 32)])
+        torch_found = np.concatenate([f for _, f in NeighbourIndex(data, metric, device="torch").blocks(rows, 60, 50)])
+        chunked = samplers.exact_neighbours(data, rows, 60, metric, chunk_rows=70)
+        agree_torch = (faiss_found == torch_found).mean()
+        agree_chunked = (faiss_found == chunked).mean()
+        if metric == "l2":  # distinct float64 distances: exact agreement
+            assert agree_torch == 1.0 and agree_chunked == 1.0
+        else:  # the resolution check was for l2; allow a rare swap of two near-equal neighbours
+            assert agree_torch > 0.995 and agree_chunked > 0.995, (metric, agree_torch, agree_chunked)
+
+
+def test_index_choices_are_checked():
+    points, _ = plane_points(50)
+    with pytest.raises(ValueError, match="kind"):
+        NeighbourIndex(points, "ip", "hnsw")
+    with pytest.raises(ValueError, match="FAISS sees no GPU|GPU limit"):
+        next(NeighbourIndex(points, "ip", device="faiss-gpu").blocks(None, 5))
+    with pytest.raises(ValueError, match="torch backend searches exactly"):
+        next(NeighbourIndex(points, "ip", "ivf", device="torch").blocks(None, 5))
+    with pytest.raises(ValueError, match="k must be"):
+        next(NeighbourIndex(points, "ip").blocks(None, 50))
+    index = NeighbourIndex(points, "ip", "auto")
+    next(index.blocks(None, 5))
+    assert index.describe().startswith("flat index over 50 × 2 (ip)")  # tiny: exact search
+
+
+def test_marked_draws_are_the_sorted_draws():
+    """The easy-negative draw with a lookup array consumes the generator exactly as the original does."""
+    rng_a, rng_b = np.random.default_rng(7), np.random.default_rng(7)
+    marked = np.zeros(1000, dtype=bool)
+    for size in (3, 10, 600, 995):
+        forbidden = np.random.default_rng(size).choice(1000, size=size, replace=False)
+        assert (samplers._random_rows(1000, 3, forbidden, rng_a)
+                == samplers._random_rows_marked(1000, 3, forbidden, rng_b, marked))
+        assert not marked.any()
+
+
+def clustered_points(n: int = 6000, d: int = 16, clusters: int = 40, seed: int = 0) -> np.ndarray:
+    """Papers around topic centres (as citation embeddings group by field), norms ≤ 1 as PBG's max_norm."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, d))
+    points = centres[rng.integers(0, clusters, n)] + 0.5 * rng.standard_normal((n, d))
+    return (points / np.linalg.norm(points, axis=1).max()).astype(np.float32)
+
+
+def test_ivf_band_recall_against_exact_search():
+    """An IVF index (the choice when exact search is too slow) reproduces the bands of exact search on a
+    sample of queries: measured here (6,000 clustered 16-d points, nlist 153, nprobe 82 from 8 (k + 1)
+    candidates) positive-band recall 1.00, hard-band recall 0.97 at k⁻hard 400 and 1.00 at 200, top-k recall
+    1.00, the hard band's exact ranks 400 (median and 95th percentile); asserted above 0.95 / 0.9 / 0.98."""
+    points = clustered_points()
+    ivf = NeighbourIndex(points, "ip", "ivf", seed=0)
+    settings = [BandSetting(25, 5, 400, 2, 3), BandSetting(25, 5, 200, 2, 3)]
+    results = band_recall(points, settings, ivf, metric="ip", sample=300, seed=1)
+    for result in results:
+        print(result)  # reported with -s
+        assert result["queries"] == 300 and "ivf index over 6,000 × 16 (ip), nlist" in result["index"]
+        assert result["positive_band_recall"] > 0.95
+        assert result["hard_band_recall"] > 0.9
+        assert result["top_k_recall"] > 0.98
+        k_hard, c_hard = result["setting"].k_hard, result["setting"].c_hard
+        assert k_hard - c_hard < result["hard_exact_rank_median"] <= k_hard + 5
+    # far too few cells visited: recall drops, and band_recall says so
+    poor = band_recall(points, settings[:1], NeighbourIndex(points, "ip", "ivf", nlist=150, nprobe=1), metric="ip",
+                       sample=100, seed=1)[0]
+    assert poor["top_k_recall"] < 0.9 and poor["hard_band_recall"] < 0.5
+
+
+def test_ivf_triplets_through_knn_band_triplets():
+    points = clustered_points(3000)
+    ids = [f"p{i}" for i in range(len(points))]
+    triplets, report = knn_band_triplets(points, ids, k_pos=25, c_pos=5, k_hard=200, c_hard=2, c_easy=3,
+                                         metric="ip", index="ivf", query_ids=ids[:200], **QUIET)
+    assert len(triplets) == 5 * 200 and report.queries_used == 200
+    ranks = band_check(triplets, points, ids, BandSetting(25, 5, 200, 2, 3), metric="ip")
+    # measured: every positive and hard negative in its exact band
+    assert ranks["positive_in_band"].mean() > 0.95 and ranks["negative_in_band"].mean() > 0.9

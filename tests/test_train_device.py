@@ -1,0 +1,276 @@
+"""The trainer's device-side behaviour, checked on CPU: losses stay on the device and are read in batches (a
+non-finite one still stops training, naming its step, and never reaches a checkpoint); the next step is
+prepared on a worker thread without changing a single number; checkpoints load with
+``torch.load(weights_only=True)`` (older ones too); and every collective of data-parallel training gets
+tensors on the parameters' device, as NCCL requires.
+
+Same tiny setting as ``test_train.py``: a 1-layer all-MiniLM-L6-v2 (max_length 32), CPU, float32.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import sdr.train
+from sdr.encoders import Encoder
+from sdr.train import StopTraining, TripletObjective, load_checkpoint, train
+from training_toy import TEXTS, TRIPLETS
+from training_toy import toy_config as _config
+
+
+def _same_weights(one: Encoder, two: Encoder) -> list[str]:
+    other = dict(two.named_parameters())
+    return [name for name, value in one.named_parameters() if not torch.equal(value, other[name])]
+
+
+class _NanAt:
+    """The triplet objective, returning NaN at the given (1-based) call; without ``encoder_inputs``."""
+
+    def __init__(self, call: int):
+        self.inner, self.call, self.calls = TripletObjective(TEXTS), call, 0
+
+    def __call__(self, encoder, batch):
+        self.calls += 1
+        loss = self.inner(encoder, batch)
+        return loss * float("nan") if self.calls == self.call else loss
+
+
+# ---------------------------------------------------------------------------------------- losses and syncs
+def test_losses_are_read_in_batches_not_every_step(fresh_tiny_encoder, monkeypatch):
+    """The only device-to-host reads the trainer's own code makes are its batched loss reads: every
+    READ_LOSSES_EVERY steps (leaving the newest step queued) and at each epoch's end."""
+    monkeypatch.setattr(sdr.train, "READ_LOSSES_EVERY", 2)
+    reads = []
+    originals = {name: getattr(torch.Tensor, name) for name in ("item", "tolist", "__bool__", "__float__", "__int__")}
+
+    def spy(name):
+        def method(self, *args, **kwargs):
+            caller = sys._getframe(1).f_code.co_filename
+            if "/sdr/" in caller:
+                reads.append((name, caller.rsplit("/", 1)[-1], self.numel()))
+            return originals[name](self, *args, **kwargs)
+        return method
+
+    for name in originals:
+        monkeypatch.setattr(torch.Tensor, name, spy(name))
+    result = train(fresh_tiny_encoder(), TRIPLETS, TripletObjective(TEXTS),
+                   _config(batch_size=1, checkpoint_every=0))  # 6 steps an epoch, 2 epochs
+    # per epoch: after step 3 (steps 1-2), after step 5 (3-4), at the epoch's end (5-6)
+    assert reads == [("tolist", "train.py", 2)] * 6
+    assert result.steps == 12 and np.isfinite(result.history["loss"]).all()
+
+
+def test_a_callback_sees_each_step_loss_when_the_step_ends(fresh_tiny_encoder):
+    seen = []
+    result = train(fresh_tiny_encoder(), TRIPLETS, TripletObjective(TEXTS), _config(checkpoint_every=0),
+                   callback=lambda row: seen.append(dict(row)))
+    assert [row["step"] for row in seen] == list(range(1, 7))
+    assert [row["loss"] for row in seen] == result.history["loss"].tolist()
+
+
+def test_a_nan_loss_stops_a_few_steps_later_naming_its_step_and_never_reaches_a_checkpoint(
+        fresh_tiny_encoder, tmp_path, monkeypatch):
+    # batch 1: one call per optimizer step; the 3rd call (optimizer step 2, 0-based) returns NaN
+    objective = _NanAt(3)
+    with pytest.raises(FloatingPointError, match=r"loss became nan at epoch 0, optimizer step 2: lower the"):
+        train(fresh_tiny_encoder(), TRIPLETS, objective, _config(batch_size=1, checkpoint_every=2),
+              output_dir=tmp_path)
+    # the checkpoint due after step 4 read steps 3-4 first and stopped: step 2's is the last on disk
+    assert objective.calls == 4
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert checkpoint["step"] == 2 and all(torch.isfinite(v).all() for v in checkpoint["model"].values())
+    assert np.isfinite([row["loss"] for row in checkpoint["history"]]).all()
+
+    # without checkpoints it is noticed at the next batched read: at most READ_LOSSES_EVERY steps late
+    monkeypatch.setattr(sdr.train, "READ_LOSSES_EVERY", 2)
+    objective = _NanAt(2)
+    with pytest.raises(FloatingPointError, match=r"loss became nan at epoch 0, optimizer step 1"):
+        train(fresh_tiny_encoder(), TRIPLETS, objective, _config(batch_size=1, checkpoint_every=0))
+    assert objective.calls == 3  # read after step 3 (steps 1-2)
+    objective = _NanAt(12)  # the last step: the final read catches it
+    with pytest.raises(FloatingPointError, match=r"loss became nan at epoch 1, optimizer step 11"):
+        train(fresh_tiny_encoder(), TRIPLETS, objective, _config(batch_size=1, checkpoint_every=0))
+
+
+# ---------------------------------------------------------------------------------------- worker thread
+def test_the_next_step_prepared_on_a_worker_thread_changes_nothing(fresh_tiny_encoder, monkeypatch):
+    """TripletObjective declares its texts (encoder_inputs), so the trainer prepares each next step on a
+    thread; a wrapper without that method gets no preparation. Both runs end bit-identical."""
+    threads, used = [], []
+    prepare, take = Encoder.prepare, Encoder._take_prepared
+
+    def recording_prepare(self, texts):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return prepare(self, texts)
+
+    def recording_take(self, texts):
+        prepared = take(self, texts)
+        used.append(prepared is not None)
+        return prepared
+
+    monkeypatch.setattr(Encoder, "prepare", recording_prepare)
+    monkeypatch.setattr(Encoder, "_take_prepared", recording_take)
+    prefetched, plain = fresh_tiny_encoder(), fresh_tiny_encoder()
+    first = train(prefetched, TRIPLETS, TripletObjective(TEXTS), _config())
+    assert threads.count(False) == 6 and used == [True] * 6  # all six steps came from the worker thread
+    threads.clear(), used.clear()
+    objective = TripletObjective(TEXTS)
+    second = train(plain, TRIPLETS, lambda encoder, batch: objective(encoder, batch), _config())
+    assert threads == [True] * 6 and used == [False] * 6  # prepared by forward itself
+    assert first.history["loss"].tolist() == second.history["loss"].tolist()
+    assert not _same_weights(prefetched, plain)
+    assert prefetched._prepared == {}  # nothing left behind
+
+
+def test_prepared_inputs_are_dropped_when_the_chunking_changed(fresh_tiny_encoder):
+    """The out-of-memory fallback changes the chunking between preparation and use: stale chunks are
+    recomputed, not run."""
+    encoder = fresh_tiny_encoder()
+    encoder.eval()
+    texts = list(TEXTS.values())
+    encoder.expect(texts, encoder.prepare(texts))
+    encoder.chunk_tokens = 40
+    assert encoder._take_prepared(texts) is None
+    with torch.no_grad():
+        chunked = encoder(texts)
+        encoder.chunk_tokens = 0
+        whole = encoder(texts)
+    torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------- checkpoints
+def test_checkpoints_and_records_load_with_weights_only(fresh_tiny_encoder, tmp_path):
+    def kill_at_step_3(row):
+        if row["step"] == 3:
+            raise StopTraining
+
+    with pytest.raises(StopTraining):
+        train(fresh_tiny_encoder(), TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=tmp_path,
+              callback=kill_at_step_3)
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # no arbitrary unpickling
+    assert checkpoint["step"] == 2 and len(checkpoint["rng"]) == 1  # one random state per process
+    assert isinstance(checkpoint["rng"][0]["numpy"]["keys"], list)
+    train(fresh_tiny_encoder(), TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=tmp_path, resume=True)
+    record = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert record["finished"] and record["device_plans"][0]["precision"] == "fp32"
+    assert len(record["device_plans"]) == 2  # the first part and the resumed one
+
+
+def _as_legacy(state: dict) -> dict:
+    """A checkpoint as the trainer wrote it before: one random-state dict, NumPy's as an array, Python's
+    as a tuple (torch.load needs to unpickle NumPy for it)."""
+    rng = state["rng"][0]
+    numpy = rng["numpy"]
+    legacy = {"python": (rng["python"]["version"], tuple(rng["python"]["state"]), rng["python"]["gauss"]),
+              "numpy": (numpy["name"], np.asarray(numpy["keys"], dtype=np.uint32), numpy["position"],
+                        numpy["has_gauss"], numpy["cached_gaussian"]),
+              "torch": rng["torch"]}
+    old = {key: value for key, value in state.items() if key not in ("scaler", "device_plans")}  # new keys
+    return {**old, "rng": legacy}
+
+
+def test_a_checkpoint_of_the_previous_format_still_resumes_exactly(fresh_tiny_encoder, tmp_path):
+    reference = fresh_tiny_encoder()
+    reference_result = train(reference, TRIPLETS, TripletObjective(TEXTS), _config())
+
+    def kill_at_step_5(row):
+        if row["step"] == 5:
+            raise StopTraining
+
+    with pytest.raises(StopTraining):
+        train(fresh_tiny_encoder(), TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=tmp_path,
+              callback=kill_at_step_5)
+    path = tmp_path / "checkpoint.pt"
+    torch.save(_as_legacy(torch.load(path, weights_only=True)), path)
+    with pytest.raises(Exception, match="Weights only load failed"):
+        torch.load(path, weights_only=True)  # really the old format: NumPy inside
+    assert load_checkpoint(path)["step"] == 4  # still weights_only, NumPy arrays allowed
+    random.seed(123)
+    np.random.seed(123)  # the resume must restore both from the checkpoint
+    resumed = fresh_tiny_encoder()
+    result = train(resumed, TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=tmp_path, resume=True)
+    assert result.resumed_from_step == 4
+    assert result.history["loss"].tolist() == reference_result.history["loss"].tolist()
+    assert not _same_weights(resumed, reference)
+    # a finished run's record of the previous format: resuming it loads the model folder and its history
+    torch.save(_as_legacy(torch.load(path, weights_only=True)), path)
+    finished = train(fresh_tiny_encoder(), TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=tmp_path,
+                     resume=True)
+    assert finished.resumed_from_step == 6 and finished.device_plans == []  # the old record has none
+    assert finished.history["loss"].tolist() == reference_result.history["loss"].tolist()
+
+
+def test_random_states_round_trip_through_plain_values():
+    random.seed(5), np.random.seed(6), torch.manual_seed(7)
+    state = sdr.train._rng_state()
+    expected = (random.random(), np.random.rand(), torch.rand(1).item())
+    random.seed(0), np.random.seed(0), torch.manual_seed(0)
+    sdr.train._set_rng_state(state)
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+
+
+# ---------------------------------------------------------------------------------------- collectives
+class _NcclLikeGroup:
+    """Stands in for a process group whose backend accepts tensors on one device only (NCCL: the GPU):
+    records each collective with its tensor's device and rejects a tensor on any other device. One process
+    plays rank 0 of two: all_reduce and broadcast leave the tensor as it is."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.calls = device, []
+
+    def all_reduce(self, tensor, *args, **kwargs):
+        self._check("all_reduce", tensor)
+
+    def broadcast(self, tensor, src=0, *args, **kwargs):
+        self._check("broadcast", tensor)
+
+    def all_gather_object(self, output, obj, *args, **kwargs):
+        self.calls.append(("all_gather_object", None))
+        output[:] = [obj] * len(output)
+
+    def _check(self, name, tensor):
+        self.calls.append((name, tensor.device))
+        if tensor.device != self.device:
+            raise RuntimeError(f"{name}: a tensor on {tensor.device}; this group's device is {self.device}")
+
+    def install(self, monkeypatch):
+        for name in ("all_reduce", "broadcast", "all_gather_object"):
+            monkeypatch.setattr(torch.distributed, name, getattr(self, name))
+        monkeypatch.setattr(sdr.train, "_world", lambda: (0, 2))
+
+
+def test_every_collective_of_a_training_run_is_on_the_parameters_device(fresh_tiny_encoder, tmp_path,
+                                                                       monkeypatch):
+    encoder = fresh_tiny_encoder()
+    group = _NcclLikeGroup(encoder.device)
+    group.install(monkeypatch)
+    result = train(encoder, TRIPLETS, TripletObjective(TEXTS), _config(checkpoint_every=3), output_dir=tmp_path)
+    names = [name for name, _ in group.calls]
+    state_tensors = len(encoder.state_dict())
+    assert names[:state_tensors] == ["broadcast"] * state_tensors  # rank 0's weights first
+    assert names.count("all_reduce") == 2 * result.steps  # gradients and loss, each step
+    assert names.count("all_gather_object") == 2 + 1 + 1  # checkpoints at steps 3 and 6, the end's, the record's
+    assert {device for _, device in group.calls if device is not None} == {encoder.device}
+    assert len(torch.load(tmp_path / "checkpoint.pt", weights_only=True)["rng"]) == 2
+
+
+def test_the_collective_helpers_keep_tensors_on_a_non_cpu_device(monkeypatch):
+    """Parameters on the 'meta' device stand in for GPU ones (no CUDA here): the gradient all-reduce and
+    the start-of-run broadcast must not build a CPU tensor, which NCCL would reject."""
+    group = _NcclLikeGroup(torch.device("meta"))
+    group.install(monkeypatch)
+    module = torch.nn.Linear(3, 2, device="meta")
+    module.register_buffer("counts", torch.zeros(4, device="meta"))
+    for parameter in module.parameters():
+        parameter.grad = torch.zeros_like(parameter)
+    sdr.train._all_reduce_gradients(list(module.parameters()))
+    sdr.train._broadcast_from_rank0([module])
+    assert [name for name, _ in group.calls] == ["all_reduce", "broadcast", "broadcast", "broadcast"]
+    assert all(device == torch.device("meta") for _, device in group.calls)
+    assert all(p.grad is not None and p.grad.device.type == "meta" for p in module.parameters())
