@@ -51,7 +51,9 @@ POSITIVES = {"method": {"A", "D"}, "background": {"B", "D", "F"}, "result": {"C"
 HARD_L1 = {"method": {"B", "C"}, "background": {"A", "C"}, "result": {"A", "B", "D"}, MISCELLANEOUS: set()}
 # L2 hard negatives: references of references reached through another aspect and never through this one.
 HARD_L2 = {"method": {"Y", "Z"}, "background": {"X", "Y", "W"}, "result": {"X", "Z"}}
-LINKED = {"Q", "A", "B", "C", "D", "E", "F", "X", "Y", "Z", "W"}
+# What easy negatives avoid: at L1 the anchor and its direct links (§5.3); at L2 also the references of references.
+LINKED_L1 = {"Q", "A", "B", "C", "D", "E", "F"}
+LINKED = LINKED_L1 | {"X", "Y", "Z", "W"}
 
 
 def test_aspect_pools_follow_the_thesis_rules():
@@ -60,9 +62,10 @@ def test_aspect_pools_follow_the_thesis_rules():
     assert {a: set(p) for a, p in pools.positives.items()} == POSITIVES
     assert {a: set(p) for a, p in pools.hard.items()} == HARD_L1
     assert pools.self_citations == ["Q"]
-    assert pools.linked == LINKED
+    assert pools.linked == LINKED_L1 and pools.global_linked == LINKED
     l2 = sa.aspect_pools(graph, "Q", anchors={"F"}, level="l2")
     assert {a: set(l2.hard[a]) for a in sa.ASPECT_SPACES} == HARD_L2
+    assert l2.linked == LINKED
     assert l2.hard[MISCELLANEOUS] == []
     # without the anchor exclusion F (linked in background) is a hard negative of method and result
     free = sa.aspect_pools(graph, "Q")
@@ -84,7 +87,8 @@ def test_sciaspect_sampler_exclusion_rules(seed):
         hard, easy = e.negatives[:e.n_hard], e.negatives[e.n_hard:]
         # at most 10 hard negatives: the whole pool here; the miscellaneous aspect has easy negatives only
         assert set(hard) == HARD_L1[e.aspect]
-        assert len(easy) == 3 and set(easy) <= set(EASY)
+        # easy: not the anchor nor a direct link (§5.3); references of references may be drawn at L1
+        assert len(easy) == 3 and set(easy) <= set(EASY) | {"X", "Y", "Z", "W"}
         assert not set(e.negatives) & POSITIVES[e.aspect]
         assert "F" not in e.negatives  # an anchor is never a hard negative
     assert report.collisions == 0
@@ -296,9 +300,215 @@ def test_violations_flags_each_broken_rule():
         sa.AspectExample("method", "Q", ["A"], ["F"], n_hard=1),  # F is another anchor
         sa.AspectExample("method", "Q", ["A"], ["E"], n_hard=1),  # E is linked only without intent
         sa.AspectExample(MISCELLANEOUS, "Q", ["E"], ["A"], n_hard=1),  # misc has easy negatives only
-        sa.AspectExample("method", "Q", ["A"], ["X"], n_hard=0),  # X is a reference of a reference: not easy
     ]
     for example in broken:
         assert sa.violations(graph, [example], anchors={"Q", "F"}), example
+    # X is a reference of a reference: an easy negative at L1 (§5.3 excludes direct links only), not at L2 (§5.5)
+    reference_of_reference = sa.AspectExample("method", "Q", ["A"], ["X"], n_hard=0)
+    assert sa.violations(graph, [reference_of_reference], anchors={"Q", "F"}) == []
+    assert sa.violations(graph, [reference_of_reference], level="l2")
     assert sa.violations(graph, [sa.AspectExample("method", "Q", ["A"], ["Y"], n_hard=1)], level="l2") == []
     assert sa.violations(graph, [sa.AspectExample("method", "Q", ["A"], ["W"], n_hard=1)], level="l2")
+
+
+# ------------------------------------------------------------------------ §5.1 / §5.3 counts of hard and easy negatives
+
+# On the hand graph, SPECTERCL's pools of Q (§5.1): direct links A-F (Q's self-loop excluded) are positives, the
+# references of its references (X, Y, Z, W) hard negatives, the unlinked r0-r11 easy negatives.
+DIRECT = {"A", "B", "C", "D", "E", "F"}
+SECOND_HOP = {"X", "Y", "Z", "W"}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_specter_cl_five_positives_per_query_with_hard_and_easy_counts(seed):
+    graph = hand_graph()
+    kwargs = dict(candidates=CANDIDATES, query_ids=["Q"], seed=seed, progress=False, verbose=False)
+    examples, report = sa.specter_cl_examples(graph, "1 positive, 5 negatives", **kwargs)
+    # five positives per query (§5.1), one per instance: 5 instances, 5 distinct positives (6 candidates)
+    assert len(examples) == 5 and report.queries_used == 1
+    assert len({e.positives[0] for e in examples}) == 5 and {p for e in examples for p in e.positives} <= DIRECT
+    for e in examples:  # 2 hard negatives from the second hop, 3 easy ones from the unlinked papers
+        assert e.n_hard == 2 and set(e.negatives[:2]) <= SECOND_HOP and set(e.negatives[2:]) <= set(EASY)
+        assert len(e.negatives) == 5
+    assert (report.hard_negatives, report.easy_negatives, report.hard_short) == (10, 15, 0)
+    # the other shapes of Table 6.3: 5 positives in one instance, 2 + 2, no hard negatives
+    five, _ = sa.specter_cl_examples(graph, "5 positives, 5 negatives", **kwargs)
+    assert len(five) == 1 and len(set(five[0].positives)) == 5
+    two, _ = sa.specter_cl_examples(graph, "2 positive, 5 negatives", **kwargs)
+    assert [len(e.positives) for e in two] == [2, 2] and len({p for e in two for p in e.positives}) == 4
+    easy_only, easy_report = sa.specter_cl_examples(graph, "1 positive, 3 easy negatives", **kwargs)
+    assert easy_report.hard_negatives == 0 and easy_report.easy_negatives == 15
+    assert all(set(e.negatives) <= set(EASY) for e in easy_only)
+
+
+def test_specter_cl_counts_hard_negatives_filled_with_easy_ones():
+    """G cites H and J; H cites K: one reference of a reference where 2 hard negatives are wanted."""
+    graph = CitationGraph()
+    graph.add("G", "H", ["method"])
+    graph.add("G", "J", ["background"])
+    graph.add("H", "K", ["result"])
+    examples, report = sa.specter_cl_examples(graph, "1 positive, 5 negatives", candidates=["G", "H", "J", "K", *EASY],
+                                              query_ids=["G"], progress=False, verbose=False)
+    assert len(examples) == 5
+    assert all(e.negatives[:e.n_hard] == ["K"] and len(e.negatives) == 5 for e in examples)
+    assert (report.hard_negatives, report.easy_negatives) == (5, 20)
+    assert report.hard_short == 5 and report.hard_short_queries == 1  # one missing hard negative an instance
+    assert report.oversampled_positives == 3  # 2 positive candidates for 5 positives
+    assert "5 hard negatives short in 1 queries, filled with easy" in str(report)
+
+
+def test_l1_easy_negatives_may_be_references_of_references_l2_ones_may_not():
+    graph = hand_graph()
+    # the only candidates beyond Q's direct links are its references of references
+    candidates = sorted(DIRECT | SECOND_HOP | {"Q"})
+    kwargs = dict(candidates=candidates, query_ids=["Q", "F"], progress=False, verbose=False)
+    l1, l1_report = sa.sciaspect_examples(graph, "1 positive, n negatives (w/o misc aspect)", **kwargs)
+    assert len(l1) == 3 and l1_report.easy_negatives == 9
+    assert all(set(e.negatives[e.n_hard:]) <= SECOND_HOP and len(e.negatives[e.n_hard:]) == 3 for e in l1)
+    assert sa.violations(graph, l1, anchors={"F"}) == []
+    l2, l2_report = sa.sciaspect_l2_examples(graph, "SciAspect L2 negatives (3 hard negatives, 3 easy negatives)", **kwargs)
+    assert l2_report.easy_negatives == 0 and l2_report.negatives_short > 0  # nothing unlinked to draw from
+    assert sa.violations(graph, l2, anchors={"F"}, level="l2") == []
+
+
+def test_l2_and_hybrid_report_how_many_hard_negatives_were_filled_with_easy_ones():
+    graph = hand_graph()
+    kwargs = dict(candidates=CANDIDATES, query_ids=["Q", "F"], progress=False, verbose=False)
+    examples, report = sa.sciaspect_l2_examples(graph, "SciAspect L2 negatives (5 hard negatives)", **kwargs)
+    # L2 pools: method {Y, Z}, background {X, Y, W}, result {X, Z}: 7 hard negatives, 3 + 2 + 3 filled with easy
+    assert sorted((e.aspect, e.n_hard) for e in examples) == [("background", 3), ("method", 2), ("result", 2)]
+    assert (report.hard_negatives, report.easy_negatives, report.hard_short) == (7, 8, 8)
+    assert all(len(e.negatives) == 5 for e in examples)
+    hybrid, hybrid_report = sa.sciaspect_hybrid_examples(graph, **kwargs)
+    # global negatives: the 4 references of references, and 1 easy one each (§5.1's exclusions)
+    assert all(e.n_global_hard == 4 and set(e.global_negatives[:4]) == SECOND_HOP for e in hybrid)
+    assert all(len(e.global_negatives) == 5 and e.global_negatives[4] in EASY for e in hybrid)
+    assert "global negatives: 12 references of references, 3 easy ones filling a shortfall." in hybrid_report.warnings
+    assert sa.violations(graph, hybrid, anchors={"F"}) == []
+    # SciAspect's L1 pools hold fewer than 10 hard negatives: counted, not filled
+    _, l1_report = sa.sciaspect_examples(graph, **kwargs)
+    assert "3 instances have fewer than 10 hard negatives (not filled)." in l1_report.warnings
+
+
+def test_the_probe_is_held_out():
+    examples = list(range(30))
+    training, probe = sa.split_probe(examples, train_examples=0, seed=3)
+    assert len(probe) == sa.PROBE_SIZE and not set(probe) & set(training) and len(training) == 22
+    capped, probe_again = sa.split_probe(examples, train_examples=10, seed=3)
+    assert probe_again == probe and len(capped) == 10 and set(capped) <= set(training)
+    with pytest.raises(ValueError, match="held-out probe"):
+        sa.split_probe(examples[:8], train_examples=0, seed=0)
+
+
+# ------------------------------------------------------------------------ the thesis' data: anchors, second hop, overlap
+
+def test_replica_pages_read_back_with_anchors_and_references_of_references(tmp_path):
+    from sdr import datasets
+
+    corpus = make_corpus(n_papers=60, seed=4, p_no_intent=0.1, with_sections=False)
+    folder = sa.write_s2_citations_replica(corpus, tmp_path / "s2", anchor_fraction=0.3, seed=1)
+    data = sa.read_thesis_citations(folder)
+    listed = (folder / "anchors.txt").read_text().split()
+    assert data.anchors_listed == len(listed) == round(0.3 * len(corpus.graph.nodes))
+    assert set(data.anchors) <= set(listed) and len(data.anchors) == len(listed) - data.anchors_without_links
+    anchor = next(a for a in data.anchors if corpus.graph.references(a))
+    # the anchor's links with their intents, and its references' own references (the fetched second hop)
+    assert data.graph.neighbours(anchor) == corpus.graph.neighbours(anchor)
+    for reference in corpus.graph.references(anchor):
+        assert data.graph.references(reference) == corpus.graph.references(reference)
+        assert data.graph.edge(anchor, reference).intents == corpus.graph.edge(anchor, reference).intents
+    assert data.papers[anchor].title == corpus.papers[anchor].title
+    # references of references that are no direct link exist, so SPECTERCL's hard and L2 negatives can too
+    assert sum(len(sa.aspect_pools(data.graph, a, level="l2").global_hard) for a in data.anchors) > 0
+    datasets.activate(datasets.policy_for("paper"))
+    try:
+        with pytest.raises(datasets.ReplicaForbidden):
+            sa.write_s2_citations_replica(corpus, tmp_path / "forbidden", anchor_fraction=0.3)
+    finally:
+        datasets.activate(None)
+
+
+def test_read_thesis_citations_needs_the_anchor_list(tmp_path):
+    from pathlib import Path
+
+    fixture = Path(__file__).resolve().parents[1] / FIXTURE
+    with pytest.raises(FileNotFoundError, match="anchors.txt"):
+        sa.read_thesis_citations(fixture)
+    import shutil
+
+    copy = shutil.copytree(fixture, tmp_path / "pages")
+    (copy / "anchors.txt").write_text("a1000000000000000000000000000000000000a1\nnot-in-the-pages\n")
+    data = sa.read_thesis_citations(copy)
+    assert data.anchors == ["a1000000000000000000000000000000000000a1"] and data.anchors_without_links == 1
+    (copy / "anchors.txt").write_text("x\nx\n")
+    with pytest.raises(ValueError, match="listed twice"):
+        sa.read_thesis_citations(copy)
+
+
+def test_evaluation_papers_are_removed_and_counted():
+    import pandas as pd
+
+    graph = hand_graph()
+    data = sa.ThesisData(graph, {pid: Paper(pid, pid) for pid in graph.nodes}, ["Q", "F"], None, 2, 0)
+    filtered, table = sa.remove_evaluation_papers(data, {"scidocs": ["A", "F", "not-here"], "mdcr": ["X"]})
+    assert table.loc["scidocs", ["papers", "in the training graph", "of them anchors", "edges touching them"]].tolist() \
+        == [3, 2, 1, 4]  # Q->A, A->X, A->W, F->Q
+    assert table.loc["mdcr", "in the training graph"] == 1 and table.loc["all (removed)", "in the training graph"] == 3
+    assert not {"A", "F", "X"} & filtered.graph.nodes and filtered.anchors == ["Q"]
+    assert len(filtered.graph) == len(graph) - table.loc["all (removed)", "edges touching them"] == len(graph) - 4
+    assert "A" not in filtered.papers and "Q" in filtered.papers
+    # ids of another id space are not compared (no false 0) and remove nothing
+    _, mixed = sa.remove_evaluation_papers(data, {"CSFCube": ["10010426", "1587"]})
+    assert mixed.loc["CSFCube", "ids"] == "S2 corpus id" and pd.isna(mixed.loc["CSFCube", "in the training graph"])
+    assert mixed.loc["CSFCube", "note"].startswith("not comparable") and mixed.loc["all (removed)", "papers"] == 0
+    assert sa.id_form(["a" * 40, "0123456789" * 4]) == "S2 paper id" and sa.id_form(["1", "a" * 40]) == "mixed"
+
+
+# ------------------------------------------------------------------------ the recovered thesis numbers
+
+def _thesis_table(name):
+    import pandas as pd
+    from pathlib import Path
+
+    return pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "paper_tables" / f"{name}.csv", comment="#")
+
+
+def test_table_6_11_rows_agree_with_each_other_and_with_table_6_2():
+    table = _thesis_table("thesis_scirepeval").set_index("model")
+    models = [c for c in table.columns if c not in ("source", "table", "note")]
+    summary = table.loc[["In task Avg", "Out of task Avg", "SciDocs Avg", "All avg", "Avg without SciDocs"], models]
+    scidocs = table[table.index.str.startswith("SciDocs ") & (table.index != "SciDocs Avg")][models]
+    assert len(scidocs) == 10
+    for model in models:
+        row = summary[model]
+        # All avg = the 17 non-SciDocs tasks and the 10 SciDocs values
+        assert abs((17 * row["Avg without SciDocs"] + 10 * row["SciDocs Avg"]) / 27 - row["All avg"]) < 0.01, model
+        if model != "SPECTERCL":  # its printed In task Avg does not fit (the row's note)
+            assert abs((6 * row["In task Avg"] + 11 * row["Out of task Avg"]) / 17 - row["Avg without SciDocs"]) < 0.03
+        if scidocs[model].notna().all():  # the re-labelled SciDocs rows give the printed SciDocs Avg
+            assert abs(scidocs[model].mean() - row["SciDocs Avg"]) < 0.006, model
+    assert scidocs["SciAspect(L2)"].isna().sum() == 2
+    # each re-labelled row matches Table 6.2's metric for the thesis' five models (SciRepEval re-scored SciDocs)
+    table_6_2 = {"SPECTER(Undirected)": [81.78, 89.84, 84.66, 92.01, 85.81, 93.05, 90.45, 95.97, 89.88, 95.6],
+                 "SPECTERCL": [81.99, 89.25, 84.53, 91.94, 86.14, 93.2, 89.76, 95.59, 90.26, 95.82],
+                 "SciAspect": [82.65, 89.0, 83.69, 91.5, 84.2, 92.19, 87.68, 94.59, 88.68, 95.11],
+                 "SciAspectHybrid": [82.72, 89.62, 84.33, 91.9, 84.6, 92.32, 86.85, 94.16, 89.34, 95.44],
+                 "SciAspect(L2)": [82.75, 88.36, 84.16, 91.76, 84.95, 92.61, 85.62, 93.55, 89.15, 95.36]}
+    for model, values in table_6_2.items():
+        difference = (scidocs[model] - values).abs().dropna()
+        assert (difference < 0.6).all(), (model, difference.to_dict())
+        # and the rows are in Table 6.2's order: any other labelling of two rows is further off
+        assert difference.sum() < 2.0, model
+    # §6.3: "The best overall model performance and out-of-task performance was observed for SciAspectHybrid": true
+    # of Avg without SciDocs and Out of task Avg, not of All avg (SciNCL's)
+    assert summary.loc["Avg without SciDocs"].idxmax() == "SciAspectHybrid"
+    assert summary.loc["Out of task Avg"].idxmax() == "SciAspectHybrid"
+    assert summary.loc["All avg"].idxmax() == "SciNCL (w/ leakage)"
+
+
+def test_table_6_6_alpha_0_7_is_table_6_5_base_row():
+    table = _thesis_table("thesis_scidocs_ablations")
+    metrics = [c for c in table.columns if c not in ("source", "table", "model", "note")]
+    alpha = table[(table["table"] == "Table 6.6") & (table["model"] == "alpha = 0.7 (base)")][metrics].iloc[0]
+    base = table[(table["table"] == "Table 6.5") & (table["model"] == "base model")][metrics].iloc[0]
+    assert alpha.to_dict() == base.to_dict() and alpha["coread_ndcg"] == 92.32

@@ -1016,7 +1016,7 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
-    "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "csfcube"),
+    "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
     # flew_triplets first: the S2 fetch of FLeW's graph takes its anchors (the query list) from it
     "flew": ("flew_triplets", "s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube"),
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),

@@ -19,36 +19,39 @@ Where the thesis is silent we chose, and each choice is named where it is made (
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from sdr.corpus import INTENTS, MISCELLANEOUS, CitationGraph, Paper
+from sdr.corpus import INTENTS, MISCELLANEOUS, CitationGraph, Paper, ReadReport, read_s2_citations
 from sdr.losses import GeneralContrastiveLoss, HybridLoss
 from sdr.samplers import (
     ContrastiveExample,
     SamplingReport,
-    contrastive_examples,
     count_collisions,
     graph_pools,
 )
 # Private helpers of the shared sampler module, reused rather than copied: the sorted candidate pool
-# with rejection sampling for easy negatives, and the seeded distinct draw.
-from sdr.samplers import _CandidatePool, _draw_distinct
+# with rejection sampling for easy negatives, the seeded distinct draw and the oversampling positive draw.
+from sdr.samplers import _CandidatePool, _draw_distinct, _draw_positives
 from sdr.train import TrainConfig
 
 __all__ = [
     "TEMPERATURE", "HYBRID_ALPHA", "TEMPERATURES", "ALPHAS", "ASPECT_SPACES", "FACET_TO_ASPECT",
-    "SPECTERCL_VARIANTS", "SCIASPECT_VARIANTS", "L2_CONFIGS", "paper_train_config",
+    "SPECTERCL_VARIANTS", "SCIASPECT_VARIANTS", "L2_CONFIGS", "POSITIVES_PER_QUERY", "paper_train_config",
+    "ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "remove_evaluation_papers",
+    "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "table_6_11_rows",
     "specter_cl_examples", "AspectExample", "AspectPools", "aspect_neighbours", "aspect_pools",
     "aspect_examples", "sciaspect_examples", "sciaspect_hybrid_examples", "sciaspect_l2_examples",
-    "AspectContrastiveObjective", "embedding_variants", "violations", "SCIDOCS_WITHOUT_RECOMM",
-    "average_without_recomm",
+    "AspectContrastiveObjective", "PROBE_SIZE", "Run", "split_probe", "train_runs", "embedding_variants",
+    "violations", "SCIDOCS_WITHOUT_RECOMM", "SCIDOCS_PROXIMITY", "average_without_recomm",
 ]
 
 #: τ of every contrastive run after Exp. 2.2 (Table 6.3: 0.05 was best).
@@ -100,18 +103,283 @@ def paper_train_config(**overrides) -> TrainConfig:
     return TrainConfig(**settings)
 
 
+# ------------------------------------------------------------------------------------------ the data
+
+
+@dataclass
+class ThesisData:
+    """The thesis' training data (§4.3): the local citation graph of each anchor with intents, the papers'
+    titles and abstracts, and the anchors (the query papers of SciNCL's SPECTER w/o leakage triples)."""
+
+    graph: CitationGraph
+    papers: dict[str, Paper]
+    anchors: list[str]
+    report: ReadReport
+    anchors_listed: int  # lines of anchors.txt
+    anchors_without_links: int  # listed anchors with no reference or citation in the pages (e.g. unknown to S2)
+
+
+def read_thesis_citations(folder: str | Path) -> ThesisData:
+    """Read a ``s2_citations_thesis`` folder (:mod:`sdr.fetchers.semantic_scholar` writes it): the Graph API
+    pages through :func:`sdr.corpus.read_s2_citations` (anchors' references and citations, and the references'
+    own reference pages, so references-of-references are edges of the graph) and ``anchors.txt`` (one anchor id a
+    line). Anchors with no link at all are counted and left out of :attr:`ThesisData.anchors`."""
+    folder = Path(folder)
+    anchors_file = folder / "anchors.txt"
+    if not anchors_file.exists():
+        raise FileNotFoundError(f"{anchors_file}: not found; the s2_citations_thesis folder {folder} must list its "
+                                f"anchor papers there, one Semantic Scholar id a line (the fetcher writes it)")
+    listed = [line.strip() for line in anchors_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not listed:
+        raise ValueError(f"{anchors_file}: no anchor ids; expected one Semantic Scholar paper id a line")
+    duplicates = len(listed) - len(set(listed))
+    if duplicates:
+        raise ValueError(f"{anchors_file}: {duplicates} anchor ids are listed twice; expected each once")
+    graph, papers, report = read_s2_citations(folder)
+    nodes = graph.nodes
+    anchors = [a for a in listed if a in nodes]
+    return ThesisData(graph, papers, anchors, report, len(listed), len(listed) - len(anchors))
+
+
+def write_s2_citations_replica(corpus, folder: str | Path, anchor_fraction: float, seed: int = 0) -> Path:
+    """The replica of ``s2_citations_thesis``: ``corpus`` (a synthetic corpus) served as the Semantic Scholar Graph
+    API and fetched by the real fetcher (:func:`sdr.synthetic.s2_api.write_citation_pages`), so the folder has the
+    official layout (anchors' reference and citation pages, their references' reference pages, ``anchors.txt``).
+
+    The anchors stand in for SPECTER's query papers: a seeded ``anchor_fraction`` of the corpus' papers with a
+    link (the thesis' 132k anchors are a minority of the papers their pages reach, so "excluding all anchor
+    papers" from the hard negatives leaves most of them).
+    """
+    import contextlib
+    import io
+
+    from sdr.datasets import forbid_replica
+    from sdr.synthetic.s2_api import write_citation_pages
+
+    forbid_replica("sdr.methods.sciaspect.write_s2_citations_replica")
+    if not 0 < anchor_fraction <= 1:
+        raise ValueError(f"write_s2_citations_replica: anchor_fraction must be in (0, 1], got {anchor_fraction}")
+    linked = sorted(corpus.graph.nodes)
+    if not linked:
+        raise ValueError("write_s2_citations_replica: the corpus has no citation edges")
+    size = max(1, round(anchor_fraction * len(linked)))
+    anchors = sorted(np.random.default_rng(seed).choice(linked, size=size, replace=False).tolist())
+    with contextlib.redirect_stdout(io.StringIO()):  # the fetcher's request-time estimate is for the real API
+        return write_citation_pages(corpus, folder, anchors=anchors)
+
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def id_form(ids: Iterable[str]) -> str:
+    """Which id space a set of paper ids is in: ``"S2 paper id"`` (40 hex digits: the Graph API, SciDocs),
+    ``"S2 corpus id"`` (digits: CSFCube, SPECTER's triplets, much of SciRepEval), or ``"other"`` (replicas);
+    ``"mixed"`` when they differ (every id is looked at)."""
+    forms = {"S2 paper id" if _SHA.match(i) else "S2 corpus id" if i.isdigit() else "other" for i in map(str, ids)}
+    return forms.pop() if len(forms) == 1 else "mixed" if forms else "none"
+
+
+def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Iterable[str]]):
+    """Drop every paper of the evaluation sets from the training data, and count what each set removed.
+
+    The thesis made sure "that there is no overlap between the training documents and the documents used to
+    test" (§4.3); here the overlap is measured and filtered, never assumed: each evaluation paper found in the
+    training graph leaves it with its edges (so it is no anchor, positive or negative). Ids are compared only
+    within one id space (:func:`id_form`): a set whose ids are in another space than the training graph's gets no
+    count (NaN, "not comparable") instead of a false 0, and nothing is removed for it.
+
+    Returns ``(filtered ThesisData, table)``: one row per set with its size and id form, the papers it shares with
+    the training graph, how many of those are anchors, and the edges that touch them.
+    """
+    import pandas as pd
+
+    nodes = data.graph.nodes
+    training_form = id_form(nodes)
+    anchors = set(data.anchors)
+    rows, removed = [], set()
+    for name, ids in evaluation_sets.items():
+        ids = {str(i) for i in ids}
+        form = id_form(ids)
+        row = {"evaluation set": name, "papers": len(ids), "ids": form}
+        if form != training_form or form == "mixed":
+            rows.append({**row, "in the training graph": float("nan"), "of them anchors": float("nan"),
+                         "edges touching them": float("nan"),
+                         "note": f"not comparable: the training graph's ids are of another kind ({training_form})"})
+            continue
+        shared = ids & nodes
+        removed |= shared
+        rows.append({**row, "in the training graph": len(shared), "of them anchors": len(shared & anchors),
+                     "edges touching them": sum(1 for c in data.graph if c.citing in shared or c.cited in shared),
+                     "note": "removed from the training data" if shared else ""})
+    graph = CitationGraph(c for c in data.graph if c.citing not in removed and c.cited not in removed)
+    rows.append({"evaluation set": "all (removed)", "papers": len(removed), "ids": training_form,
+                 "in the training graph": len(removed), "of them anchors": len(removed & anchors),
+                 "edges touching them": len(data.graph) - len(graph), "note": ""})
+    kept_nodes = graph.nodes
+    filtered = ThesisData(graph, {pid: p for pid, p in data.papers.items() if pid not in removed},
+                          [a for a in data.anchors if a not in removed and a in kept_nodes], data.report,
+                          data.anchors_listed, data.anchors_without_links)
+    return filtered, pd.DataFrame(rows).set_index("evaluation set")
+
+
+# ------------------------------------------------------------------------------------------ evaluation data
+
+
+def read_mdcr_papers(folder: str | Path, split: str = "test") -> dict[str, Paper]:
+    """Titles and abstracts of MDCR's queries and candidates: ``mdcr_<split>_data.jsonl``, one
+    ``{"paper_id", "title", "abstract"}`` a line (the key SciRepEval's ``mdcr.py`` reads them by)."""
+    from sdr.jsonio import read_jsonl
+
+    path = Path(folder) / f"mdcr_{split}_data.jsonl"
+    papers: dict[str, Paper] = {}
+    for line_number, record in read_jsonl(path, "one MDCR paper {paper_id, title, abstract} a line"):
+        if not record.get("paper_id"):
+            raise ValueError(f"{path}:{line_number}: record without paper_id; expected {{paper_id, title, abstract}}")
+        pid = str(record["paper_id"])
+        papers[pid] = Paper(pid, str(record.get("title") or ""), str(record.get("abstract") or ""))
+    return papers
+
+
+def scirepeval_papers(data_dir: str | Path, tasks_config: str | Path | None = None) -> dict[str, Paper]:
+    """Every document the SciRepEval tasks with test data under ``data_dir`` need embedded (their ``data.meta``
+    papers, search queries as title-only papers, reviewers' papers), by ``doc_id``."""
+    from sdr.evaluate import scirepeval
+
+    data_dir = Path(data_dir)
+    papers: dict[str, Paper] = {}
+    for task in scirepeval.read_registry(tasks_config or data_dir / "scirepeval_tasks.jsonl"):
+        if scirepeval.split_path(scirepeval.dataset_dir(data_dir, task.data["test"]), "test") is None:
+            continue  # the evaluator skips (and reports) tasks without test data
+        for doc in scirepeval.task_documents(data_dir, task):
+            papers.setdefault(doc["doc_id"], Paper(doc["doc_id"], str(doc.get("title") or ""),
+                                                   str(doc.get("abstract") or "")))
+    return papers
+
+
+#: Table 6.11's SciDocs rows (as labelled in data/paper_tables/thesis_scirepeval.csv) ← (SciRepEval task, metric).
+TABLE_6_11_SCIDOCS = {
+    ("SciDocs MAG", None): "SciDocs MAG [CLF] F1", ("SciDocs MeSH", None): "SciDocs MeSH [CLF] F1",
+    ("SciDocs CoView", "map"): "SciDocs Co-View [PRX] MAP", ("SciDocs CoView", "ndcg"): "SciDocs Co-View [PRX] nDCG",
+    ("SciDocs CoRead", "map"): "SciDocs Co-Read [PRX] MAP", ("SciDocs CoRead", "ndcg"): "SciDocs Co-Read [PRX] nDCG",
+    ("SciDocs Cite", "map"): "SciDocs Cite [PRX] MAP", ("SciDocs Cite", "ndcg"): "SciDocs Cite [PRX] nDCG",
+    ("SciDocs CoCite", "map"): "SciDocs Co-Cite [PRX] MAP", ("SciDocs CoCite", "ndcg"): "SciDocs Co-Cite [PRX] nDCG",
+}
+
+
+def table_6_11_rows(result: Mapping) -> dict[str, float]:
+    """One model's column of Table 6.11 from :func:`sdr.evaluate.scirepeval.evaluate`'s output: the ten SciDocs
+    rows, the format averages without SciDocs, Out-of-/In-task, SciDocs, All and "Avg without SciDocs" (the mean
+    of the non-SciDocs tasks' scores; the thesis' values are that mean over its 17 tasks). A row whose tasks did
+    not run is NaN."""
+    from sdr.evaluate import scirepeval
+
+    nan = float("nan")
+    tasks = result["tasks"]
+    rows: dict[str, float] = {}
+    for (task, metric), label in TABLE_6_11_SCIDOCS.items():
+        metrics = tasks.get(task, {}).get("metrics", {})
+        value = next(iter(metrics.values()), nan) if metric is None else metrics.get(metric, nan)
+        rows[label] = float(value)
+    aggregates = result["aggregates"]
+    for fmt, label in (("CLF", "CLF Avg"), ("RGN", "REG Avg"), ("PRX", "PRX Avg"), ("QRY", "QRY Avg")):
+        value = aggregates["formats"].get(fmt)
+        rows[f"{label} (excluding SciDocs)"] = nan if value is None else float(value)
+    for key, label in (("out_of_train", "Out of task Avg"), ("in_train", "In task Avg"), ("scidocs", "SciDocs Avg"),
+                       ("all", "All avg")):
+        rows[label] = nan if aggregates[key] is None else float(aggregates[key])
+    others = [scirepeval.task_score(r) for r in tasks.values() if r["group"] != "scidocs"]
+    rows["Avg without SciDocs"] = float(np.mean(others)) if others else nan
+    return rows
+
+
 # ------------------------------------------------------------------------------------------ SPECTERCL
 
+#: §5.1: "For each query paper a total of 5 positives … are randomly sampled"; SPECTERCL (§5.2) follows the
+#: same procedure, so every query contributes 5 positives per epoch, grouped into instances of the variant's size.
+POSITIVES_PER_QUERY = 5
 
-def specter_cl_examples(graph: CitationGraph, variant: str = "1 positive, 5 negatives",
-                        **kwargs) -> tuple[list[ContrastiveExample], SamplingReport]:
-    """SPECTERCL instances of one Table 6.3 variant (:data:`SPECTERCL_VARIANTS`) from the undirected pools.
 
-    ``kwargs`` go to :func:`sdr.samplers.contrastive_examples` (papers, candidates, query_ids, seed, …).
+def specter_cl_examples(
+    graph: CitationGraph,
+    variant: str = "1 positive, 5 negatives",
+    *,
+    papers: Mapping[str, Paper] | None = None,
+    candidates: Iterable[str] | None = None,
+    query_ids: Iterable[str] | None = None,
+    positives_per_query: int = POSITIVES_PER_QUERY,
+    seed: int = 0,
+    progress: bool = True,
+    verbose: bool = True,
+) -> tuple[list[ContrastiveExample], SamplingReport]:
+    """SPECTERCL instances of one Table 6.3 variant (:data:`SPECTERCL_VARIANTS`), sampled as in §5.1.
+
+    Per query: ``positives_per_query`` (5) positives from its direct references and citations (self-citations
+    excluded; "oversampled if the required number of candidates is not found"), split into
+    ``positives_per_query // n_positives`` instances of ``n_positives`` each (1 positive: 5 instances; 2: 2;
+    4 and 5: 1). Each instance draws its own ``n_negatives`` negatives: ``n_hard`` hard ones from the
+    references of the query's references that are not directly linked to it, the rest easy ones, i.e. corpus
+    papers other than the query, its direct links and its references-of-references ("all papers in the corpus
+    excluding the anchor paper and papers connected to the anchor paper (i.e., positive candidates and hard
+    negative candidates)"). A shortfall of hard negatives is filled with easy ones and counted in the report
+    (``hard_short``).
+
+    Choice: with 2 positives an instance, the fifth positive is left out (2 instances of 2), so that every
+    instance of a variant has the same shape.
     """
     if variant not in SPECTERCL_VARIANTS:
         raise ValueError(f"unknown SPECTERCL variant {variant!r}; expected one of {list(SPECTERCL_VARIANTS)}")
-    return contrastive_examples(graph, undirected=True, **SPECTERCL_VARIANTS[variant], **kwargs)
+    settings = SPECTERCL_VARIANTS[variant]
+    n_positives, n_negatives, n_hard = settings["n_positives"], settings["n_negatives"], settings["n_hard"]
+    if positives_per_query < n_positives:
+        raise ValueError(f"specter_cl_examples: positives_per_query ({positives_per_query}) is smaller than the "
+                         f"variant's {n_positives} positives an instance")
+    if len(graph) == 0:
+        raise ValueError("specter_cl_examples: the citation graph has no edges, so there is nothing to sample")
+    rng = np.random.default_rng(seed)
+    pool = _CandidatePool(graph.nodes if candidates is None else candidates)
+    authors = _authors(papers)
+    nodes = graph.nodes
+    queries = sorted(nodes) if query_ids is None else [str(q) for q in query_ids]
+    report = SamplingReport(method="specter_cl_examples", queries_total=len(queries))
+    examples: list[ContrastiveExample] = []
+    per_query = positives_per_query // n_positives
+    for query in tqdm(queries, desc="specter_cl_examples", disable=not progress):
+        if query not in nodes:
+            report.skipped["not in graph"] += 1
+            continue
+        pools = graph_pools(graph, query, undirected=True, authors=authors)
+        report.self_citations_excluded += len(pools.self_citations)
+        if not pools.positives:
+            report.skipped["no positives"] += 1
+            continue
+        drawn, repeats = _draw_positives(pools.positives, positives_per_query, rng)
+        made, short_hard = 0, False
+        for k in range(per_query):
+            hard = _draw_distinct(pools.hard, n_hard, rng)
+            easy = pool.sample(n_negatives - len(hard), pools.linked, rng)
+            report.negatives_short += n_negatives - len(hard) - len(easy)
+            if n_negatives and not hard and not easy:
+                continue
+            if len(hard) < n_hard:
+                report.hard_short += n_hard - len(hard)
+                short_hard = True
+            examples.append(ContrastiveExample(query, drawn[k * n_positives:(k + 1) * n_positives], hard + easy,
+                                               n_hard=len(hard)))
+            report.hard_negatives += len(hard)
+            report.easy_negatives += len(easy)
+            made += 1
+        if not made:
+            report.skipped["no negatives"] += 1
+            continue
+        report.queries_used += 1
+        report.oversampled_queries += int(repeats > 0)
+        report.oversampled_positives += repeats
+        report.hard_short_queries += int(short_hard)
+    report.examples = len(examples)
+    report.collisions = count_collisions(examples)
+    if verbose:
+        print(report)
+    return examples, report
 
 
 # ------------------------------------------------------------------------------------- SciAspect sampling
@@ -123,7 +391,8 @@ class AspectExample:
 
     The first ``n_hard`` negatives are hard (linked to the anchor in another aspect, or for L2 reached as
     a reference-of-reference in another aspect), the rest easy. ``global_negatives`` (SciAspectHybrid
-    only) are SPECTERCL's negatives for the global loss.
+    only) are SPECTERCL's negatives for the global loss, the first ``n_global_hard`` of them references of
+    references, the rest easy ones filling a shortfall.
     """
 
     aspect: str
@@ -132,6 +401,7 @@ class AspectExample:
     negatives: list[str]
     n_hard: int = 0
     global_negatives: list[str] = field(default_factory=list)
+    n_global_hard: int = 0
 
 
 @dataclass
@@ -141,7 +411,8 @@ class AspectPools:
     positives: dict[str, list[str]]
     hard: dict[str, list[str]]
     global_hard: list[str]  # references of references (SPECTERCL's hard pool), for the hybrid's global loss
-    linked: set[str]  # everything an easy negative must avoid
+    linked: set[str]  # what an easy negative avoids at this level (§5.3: the anchor and its direct links; §5.5: also L2)
+    global_linked: set[str]  # what an easy global negative avoids (§5.1: the anchor, direct links and L2 papers)
     self_citations: list[str]
 
 
@@ -192,8 +463,13 @@ def aspect_pools(
     * hard negatives of aspect *i* (L2): references-of-references reached through an edge of another
       (non-miscellaneous) aspect and never through an edge of *i*, minus direct links, the query and the
       ``anchors``;
-    * ``linked``: the query, every direct link, and the references-of-references (what easy negatives
-      must avoid: "not connected with the anchor paper directly or through reference-of-references").
+    * ``linked``, what an easy negative must avoid: at L1 the query and every paper directly linked to it, in any
+      aspect or none (§5.3: "all papers in the corpus excluding the anchor paper and the papers connected to the
+      anchor paper (i.e., positive candidates and the negative candidates chosen above)"); at L2 also the
+      references-of-references (§5.5: "not connected with the anchor paper directly or through
+      reference-of-references");
+    * ``global_linked``: the §5.1 rule for SPECTERCL-style negatives (the query, direct links and references of
+      references), used by SciAspectHybrid's global negatives.
     """
     if level not in ("l1", "l2"):
         raise ValueError(f"aspect_pools: level must be 'l1' or 'l2', got {level!r}")
@@ -218,8 +494,10 @@ def aspect_pools(
             pool = {p for p, reached in second_hop.items() if reached & others and aspect not in reached}
             pool -= set(neighbours)
         hard[aspect] = sorted(pool - anchors - self_citations - {query})
-    linked = {query} | set(neighbours) | set(second_hop)
-    return AspectPools(positives, hard, global_hard, linked, sorted(self_citations))
+    direct = {query} | set(neighbours)
+    global_linked = direct | set(second_hop)
+    linked = direct if level == "l1" else global_linked
+    return AspectPools(positives, hard, global_hard, linked, global_linked, sorted(self_citations))
 
 
 def _authors(papers: Mapping[str, Paper] | None) -> dict[str, frozenset[str]] | None:
@@ -254,10 +532,12 @@ def aspect_examples(
       anchor has a link without intent, and its negatives are easy ones only;
     * ``n_positives`` distinct positives at most ("at most 5 documents", §5.3; 1 in the best models);
     * ``n_hard`` hard negatives at most (10 for SciAspect), then ``n_easy`` easy ones (random corpus
-      papers not in ``linked``); with ``fill_hard_with_easy`` a shortfall of hard negatives is made up
-      with easy ones and counted (the L2 configurations name exact counts);
-    * ``n_global`` > 0 adds SPECTERCL's negatives (references-of-references, filled with easy ones) for
-      SciAspectHybrid's global loss;
+      papers not in the level's ``linked`` set, see :func:`aspect_pools`); with ``fill_hard_with_easy`` a
+      shortfall of hard negatives is made up with easy ones and counted in ``hard_short`` (the L2
+      configurations name exact counts); without it the shortfall is only counted (a warning line: §5.3's
+      10 is "at most");
+    * ``n_global`` > 0 adds SPECTERCL's negatives (references-of-references, filled with easy ones under the
+      §5.1 rule and counted in a warning line) for SciAspectHybrid's global loss;
     * ``exclude_anchors``: hard-negative candidates exclude every anchor of this run ("excluding all anchor
       papers", §5.3), i.e. every id in ``query_ids`` (all graph nodes when ``query_ids`` is None).
 
@@ -278,16 +558,18 @@ def aspect_examples(
     authors = _authors(papers)
     nodes = graph.nodes
     queries = sorted(nodes) if query_ids is None else [str(q) for q in query_ids]
+    # one set for every query (the pools drop the query itself anyway): 132k anchors at paper
     anchors = set(queries) if exclude_anchors else set()
     aspects = (*ASPECT_SPACES, MISCELLANEOUS) if include_miscellaneous else ASPECT_SPACES
     report = SamplingReport(method=method, queries_total=len(queries))
     per_aspect: Counter = Counter()
+    unfilled_short = global_hard_count = global_easy_count = 0
     examples: list[AspectExample] = []
     for query in tqdm(queries, desc=method, disable=not progress):
         if query not in nodes:
             report.skipped["not in graph"] += 1
             continue
-        pools = aspect_pools(graph, query, anchors=anchors - {query}, authors=authors, level=level)
+        pools = aspect_pools(graph, query, anchors=anchors, authors=authors, level=level)
         report.self_citations_excluded += len(pools.self_citations)
         if any(not pools.positives[a] for a in ASPECT_SPACES):
             report.skipped["no positive in every aspect"] += 1
@@ -307,14 +589,21 @@ def aspect_examples(
             if missing_hard and fill_hard_with_easy:
                 report.hard_short += missing_hard
                 short_hard = True
+            elif missing_hard:
+                unfilled_short += 1
             if not hard and not easy:
                 per_aspect[f"{aspect}: no negative"] += 1
                 continue
             global_negatives: list[str] = []
             if n_global:
                 global_negatives = _draw_distinct(pools.global_hard, n_global, rng)
-                global_negatives += pool.sample(n_global - len(global_negatives), pools.linked, rng)
-            examples.append(AspectExample(aspect, query, positives, hard + easy, len(hard), global_negatives))
+                global_easy = pool.sample(n_global - len(global_negatives), pools.global_linked, rng)
+                global_hard_count += len(global_negatives)
+                global_easy_count += len(global_easy)
+                examples.append(AspectExample(aspect, query, positives, hard + easy, len(hard),
+                                              global_negatives + global_easy, len(global_negatives)))
+            else:
+                examples.append(AspectExample(aspect, query, positives, hard + easy, len(hard)))
             report.hard_negatives += len(hard)
             report.easy_negatives += len(easy)
             per_aspect[aspect] += 1
@@ -329,6 +618,11 @@ def aspect_examples(
         count_collisions([ContrastiveExample(e.query, e.positives, e.negatives) for e in examples if e.aspect == a])
         for a in aspects)
     report.warnings.append("instances per aspect: " + ", ".join(f"{k}: {v}" for k, v in sorted(per_aspect.items())))
+    if unfilled_short:
+        report.warnings.append(f"{unfilled_short} instances have fewer than {n_hard} hard negatives (not filled).")
+    if n_global:
+        report.warnings.append(f"global negatives: {global_hard_count} references of references, "
+                               f"{global_easy_count} easy ones filling a shortfall.")
     if verbose:
         print(report)
     return examples, report
@@ -480,6 +774,83 @@ class AspectContrastiveObjective(nn.Module):
         return total
 
 
+# ------------------------------------------------------------------------------------------ training
+
+
+#: Instances held out of every run as its probe: the loss before and after training is measured on them.
+PROBE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class Run:
+    """One trained model: the sampler output it reads (``examples``, a key of the example sets), the objective
+    (``"cl"``: SPECTERCL's eq. 2.6; ``"aspect"``: :class:`AspectContrastiveObjective`), τ and the hybrid's α."""
+
+    examples: tuple[str, str]
+    kind: str
+    temperature: float = TEMPERATURE
+    alpha: float | None = None
+
+
+def split_probe(examples: Sequence, train_examples: int, seed: int, probe_size: int = PROBE_SIZE):
+    """``(training instances, probe)``: a seeded permutation whose first ``probe_size`` instances are the probe,
+    never trained on, and whose next ``train_examples`` (0: all the rest) are the training instances, in their
+    original order. Fewer than ``probe_size + 1`` instances is an error: there would be no held-out probe."""
+    if len(examples) <= probe_size:
+        raise ValueError(f"split_probe: {len(examples)} instances cannot give a held-out probe of {probe_size} "
+                         f"and a training set; sample more anchors")
+    order = np.random.default_rng(seed).permutation(len(examples))
+    probe, rest = order[:probe_size], order[probe_size:]
+    if train_examples:
+        rest = rest[:train_examples]
+    return [examples[i] for i in sorted(rest)], [examples[i] for i in sorted(probe)]
+
+
+def train_runs(runs: Mapping[tuple[str, str], Run], example_sets: Mapping[tuple[str, str], Sequence], base_encoder,
+               texts: Mapping[str, str], config: TrainConfig, runs_folder: Path, *, train_examples: int, seed: int,
+               resume: bool = False):
+    """Train every run from a copy of ``base_encoder``; a run whose (examples, objective) another run already
+    trained (τ = 0.05 is the 1p 5n row) shares that model. Each run checkpoints into ``runs_folder/<name>``.
+
+    Returns ``(trained, losses, history, folders)``: ``{key: (encoder, objective)}``, one row per trained model with
+    its instances, optimizer steps and the loss on its held-out probe before and after training, every optimizer
+    step's loss, and ``{key: the saved model folder}`` (a sentence-transformers folder: ``sdr evaluate all --model``
+    reads it).
+    """
+    import copy
+    import re
+
+    import pandas as pd
+
+    from sdr.train import ContrastiveObjective, evaluate_loss, train
+
+    trained, losses, histories, done, folders = {}, {}, [], {}, {}
+    for key, run in runs.items():
+        if run in done:
+            trained[key], folders[key] = trained[done[run]], folders[done[run]]
+            continue
+        if run.kind not in ("cl", "aspect"):
+            raise ValueError(f"run {key}: kind must be 'cl' or 'aspect', got {run.kind!r}")
+        examples, probe = split_probe(example_sets[run.examples], train_examples, seed)
+        encoder = copy.deepcopy(base_encoder)
+        if run.kind == "cl":
+            objective = ContrastiveObjective(texts, GeneralContrastiveLoss(temperature=run.temperature))
+        else:
+            order = [*ASPECT_SPACES, MISCELLANEOUS]
+            aspects = sorted({e.aspect for e in example_sets[run.examples]}, key=order.index)
+            objective = AspectContrastiveObjective(texts, encoder.dimension, aspects, temperature=run.temperature,
+                                                   alpha=run.alpha)
+        before = evaluate_loss(encoder, probe, objective)
+        name = re.sub(r"[^a-z0-9]+", "-", " ".join(key).lower()).strip("-")
+        result = train(encoder, examples, objective, config, output_dir=Path(runs_folder) / name, resume=resume)
+        losses[key] = {"instances": len(examples), "optimizer steps": result.steps, "loss before": before,
+                       "loss after": evaluate_loss(encoder, probe, objective)}
+        histories.append(result.history.assign(model=" / ".join(key)))
+        trained[key], folders[key] = (encoder, objective), result.model_dir
+        done[run] = key
+    return trained, pd.DataFrame(losses).T, pd.concat(histories, ignore_index=True), folders
+
+
 @torch.no_grad()
 def embedding_variants(objective: AspectContrastiveObjective, ids: Sequence[str],
                        embeddings: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
@@ -508,8 +879,9 @@ def violations(graph: CitationGraph, examples: Sequence[AspectExample], anchors:
     aspect; each hard negative is linked (L1) or reached as a reference-of-reference (L2) in another
     aspect (L2: never in this one, and not a direct link), is not a positive candidate of the aspect and not
     one of ``anchors`` (pass the other anchors); the miscellaneous aspect has no hard negative; each easy
-    negative is neither linked to the anchor nor a reference-of-reference of it; a global negative (hybrid)
-    is not a direct link.
+    negative is not linked to the anchor (L1, §5.3) and, at L2, not a reference-of-reference of it either
+    (§5.5); a global negative (hybrid) is a reference-of-reference that is not a direct link, or an easy one
+    that is neither (§5.1).
     """
     anchors = set(anchors)
     problems = []
@@ -531,15 +903,25 @@ def violations(graph: CitationGraph, examples: Sequence[AspectExample], anchors:
             if broken:
                 problems.append(f"{where}: hard negative {n} breaks the {level} rule")
         problems += [f"{where}: easy negative {n} is linked to the anchor" for n in easy
-                     if n == e.query or n in neighbours or n in second_hop]
+                     if n == e.query or n in neighbours or (level == "l2" and n in second_hop)]
         problems += [f"{where}: global negative {n} is a direct link" for n in e.global_negatives
                      if n == e.query or n in neighbours]
+        problems += [f"{where}: global hard negative {n} is no reference of a reference"
+                     for n in e.global_negatives[:e.n_global_hard] if n not in second_hop]
+        problems += [f"{where}: global easy negative {n} is a reference of a reference"
+                     for n in e.global_negatives[e.n_global_hard:] if n in second_hop]
     return problems
 
 
 SCIDOCS_WITHOUT_RECOMM = ("mag_f1", "mesh_f1", "coview_map", "coview_ndcg", "coread_map", "coread_ndcg",
                           "cite_map", "cite_ndcg", "cocite_map", "cocite_ndcg")
-"""The ten SciDocs metrics the chapter computes (the recommendations ranker is not trained on CPU)."""
+"""The ten SciDocs metrics other than the recommendations task (whose ranker the chapter trains only where its
+``recommendations`` parameter says so): ``avg10`` compares every row, ours and the thesis'."""
+
+
+SCIDOCS_PROXIMITY = SCIDOCS_WITHOUT_RECOMM[2:]
+"""The eight ranking metrics of SciDocs (co-view, co-read, cite, co-cite; MAP and nDCG): the tasks whose relevance
+follows citations and co-views, the signal SPECTERCL trains on."""
 
 
 def average_without_recomm(table):
