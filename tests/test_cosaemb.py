@@ -361,3 +361,11 @@ def test_replica_writers_refuse_the_paper_policy(tmp_path, synthetic_corpus):
                 write(synthetic_corpus, tmp_path / write.__name__)
     finally:
         datasets.activate(None)
+
+
+def test_chunk_ids_parse_back():
+    assert cosaemb.parse_chunk_id("12345#related_work.3") == ("12345", "related_work", 3)
+    assert cosaemb.parse_chunk_id("a#b#method.0") == ("a#b", "method", 0)
+    assert cosaemb.parse_chunk_id("12345") is None
+    with pytest.raises(ValueError, match="not a chunk id"):
+        cosaemb.parse_chunk_id("12345#appendix.1")

@@ -952,7 +952,7 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample"),
-    "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
+    "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "csfcube"),
     "flew": ("s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval_full", "csfcube"),
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
@@ -961,7 +961,9 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
 
 
 # Released checkpoints and baselines a chapter scores at ``paper`` (its base model comes from the notebook).
-CHAPTER_MODELS: dict[str, tuple[str, ...]] = {}
+CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
+    "cosaemb": ("allenai/specter",),  # Table 6's SPECTER row
+}
 
 _MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 

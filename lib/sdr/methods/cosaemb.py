@@ -77,6 +77,7 @@ __all__ = [
     "Chunk",
     "ChunkingReport",
     "Chunker",
+    "parse_chunk_id",
     "TripletReport",
     "specter_training_set",
     "FullTextReport",
@@ -325,6 +326,10 @@ class Chunker:
         """Tokens of ``text`` as the encoder sees it (with [CLS]/[SEP])."""
         return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`n_tokens` of many texts in one batched tokenizer call."""
+        return [n + self._frame for n in self._piece_counts(texts)]
+
     def _pieces(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -461,6 +466,17 @@ class Chunker:
         if not paper.sections:
             self.report.papers_without_sections += 1
         return [self.aspect_chunks(paper, text) for text in aspect_texts(paper)]
+
+
+def parse_chunk_id(text_id: str) -> tuple[str, str, int] | None:
+    """``<paper_id>#<aspect>.<position>`` → ``(paper_id, aspect, position)``; a paper id (an abstract) → None."""
+    if "#" not in text_id:
+        return None
+    paper_id, rest = text_id.rsplit("#", 1)
+    aspect, _, position = rest.rpartition(".")
+    if aspect not in ASPECT_TOKENS or not position.isdigit():
+        raise ValueError(f"{text_id!r} is not a chunk id <paper_id>#<aspect>.<position>")
+    return paper_id, aspect, int(position)
 
 
 # ------------------------------------------------------------------------------------ triplets
