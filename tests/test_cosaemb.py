@@ -369,3 +369,17 @@ def test_chunk_ids_parse_back():
     assert cosaemb.parse_chunk_id("12345") is None
     with pytest.raises(ValueError, match="not a chunk id"):
         cosaemb.parse_chunk_id("12345#appendix.1")
+
+
+def test_margin_loss_from_distances_equals_the_objective(fresh_tiny_encoder):
+    """The held-out loss computed from triplet_distances is eq. 5 as cosaemb_objective computes it."""
+    encoder = fresh_tiny_encoder()
+    texts = {"q": "graph neural networks for molecules", "p": "message passing on molecular graphs",
+             "n": "a survey of medieval trade routes", "m": "convolutional networks for images"}
+    triplets = [Triplet("q", "p", "n", "local"), Triplet("q", "m", "p", "global"), Triplet("p", "q", "m", "inter")]
+    graded = with_margins(triplets, cosaemb.PAPER_MARGINS)
+    expected = cosaemb_objective(texts)(encoder, graded).item()
+    distances = cosaemb.triplet_distances(encoder, triplets, texts)
+    assert cosaemb.margin_loss(distances, cosaemb.PAPER_MARGINS) == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="no margin"):
+        cosaemb.margin_loss(distances, {"local": 1.0})

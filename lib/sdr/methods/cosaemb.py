@@ -91,6 +91,7 @@ __all__ = [
     "check_counts",
     "facet_query_text",
     "triplet_distances",
+    "margin_loss",
 ]
 
 # ------------------------------------------------------------------------------------ aspects, tokens
@@ -745,3 +746,12 @@ def triplet_distances(encoder, triplets: Sequence[Triplet], texts: Mapping[str, 
         d_pos, d_neg = float(((q - p) ** 2).sum()), float(((q - n) ** 2).sum())
         rows.append({"kind": t.kind, "d_pos": d_pos, "d_neg": d_neg, "ordered": d_pos < d_neg})
     return pd.DataFrame(rows)
+
+
+def margin_loss(distances: pd.DataFrame, margins: Mapping[str, float] = PAPER_MARGINS) -> float:
+    """Eq. 5 averaged over the rows of :func:`triplet_distances`, each with the margin of its kind: the loss of
+    :func:`cosaemb_objective` on those triplets, from distances already computed (no second encoding)."""
+    margin = distances["kind"].map({k: float(v) for k, v in margins.items()})
+    if margin.isna().any():
+        raise ValueError(f"margin_loss: no margin for kinds {sorted(set(distances['kind'][margin.isna()]))}")
+    return float(np.maximum(0.0, distances["d_pos"] - distances["d_neg"] + margin).mean())
