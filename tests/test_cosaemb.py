@@ -1,4 +1,5 @@
-"""CoSaEmb's recipe: the heading rule, the chunker, the three triplet kinds and the graded squared-L2 loss."""
+"""CoSaEmb's recipe: the heading rule, the five aspect texts, the chunker, the three triplet kinds (SPECTER's
+inter-document triplets given), the graded squared-L2 loss, and the replicas of SPECTER's training set."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import json
 import pytest
 import torch
 
-from sdr.corpus import Citation, CitationGraph, Paper, Section, read_scicite, section_kind
+from sdr.corpus import (Citation, CitationGraph, Paper, Section, read_s2orc_pdf_parses, read_scicite,
+                        read_scirepeval_triplets, section_kind)
 from sdr.methods import cosaemb
 from sdr.methods.cosaemb import (
     ASPECT_TOKENS,
     SPECIAL_TOKENS,
     Chunker,
     aspect_distribution,
+    aspect_texts,
     cosaemb_aspect,
     cosaemb_objective,
     cosaemb_triplets,
@@ -123,7 +126,8 @@ def test_chunker_sentence_boundaries_carry_over_and_limit(section_tokenizer):
     # every sentence appears once as a chunk's own sentence, in order
     own_sentences = list(first.sentences) + [s for c in later for s in c.sentences[1:]]
     assert own_sentences == SENTENCES
-    assert [c.id for c in chunks] == [f"A#0.{i}" for i in range(len(chunks))]
+    assert [c.id for c in chunks] == [f"A#introduction.{i}" for i in range(len(chunks))]
+    assert all(c.aspect == "introduction" and c.headings == ("1 Introduction",) for c in chunks)
     assert chunker.report.max_tokens <= 48 and chunker.report.chunks == len(chunks)
 
 
@@ -150,51 +154,139 @@ def test_regex_sentences_keeps_abbreviations():
                                      "Is 3.5 enough?", "Yes."]
 
 
-# ------------------------------------------------------------------------------------------ triplets
-def test_the_three_triplet_kinds_on_a_hand_built_paper(section_tokenizer):
-    papers = {
-        "A": _paper("A", {"Introduction": SENTENCES[:6], "Methods": SENTENCES[6:7]}),
-        "B": Paper("B", "Cited one", "B abstract."), "C": Paper("C", "Cited two", "C abstract."),
-        "D": Paper("D", "Not cited", "D abstract."), "E": Paper("E", "Not cited either", "E abstract."),
-    }
-    graph = CitationGraph([Citation("A", "B"), Citation("A", "C"), Citation("B", "D")])
+# ------------------------------------------------------------------------------------------ aspect texts
+def test_sections_merge_into_at_most_five_aspect_texts():
+    """§3.3.1: p^intr, p^rel, p^meth, p^res, p^conc; every unmatched heading joins Method, in reading order."""
+    paper = _paper("A", {"1 Introduction": ["I1."], "2 Data": ["D1."], "3 Model": ["M1."], "3.1 Training": ["T1."],
+                         "4 Results": ["R1."], "4.1 Ablation results": ["R2."], "Acknowledgements": ["A1."]})
+    texts = aspect_texts(paper)
+    assert [t.aspect for t in texts] == ["introduction", "method", "results"]
+    method = texts[1]
+    assert method.headings == ("2 Data", "3 Model", "3.1 Training", "Acknowledgements")
+    assert method.paragraphs == ("D1.", "M1.", "T1.", "A1.")
+    assert texts[2].paragraphs == ("R1.", "R2.")
+    assert aspect_texts(Paper("B", "No text", "abstract")) == []
+
+
+def test_subsections_do_not_multiply_the_triplets(section_tokenizer):
+    """Many headings of one kind give one aspect text: one global triplet per aspect, counts ≤ papers."""
+    sections = {f"3.{i} Component {i}": SENTENCES[i:i + 1] for i in range(6)}  # six topical Method sub-sections
+    papers = {"A": _paper("A", {"Introduction": SENTENCES[:1], **sections}),
+              "B": Paper("B", "Cited", "B abstract.")}
+    graph = CitationGraph([Citation("A", "B")])
     chunker = Chunker(section_tokenizer, max_length=48)
-    triplets, texts, report = cosaemb_triplets(papers, graph, chunker, query_ids=["A"], seed=0)
-    intro = [c for c in chunker.paper_chunks(papers["A"])[0]]
+    triplets, _, report = cosaemb_triplets(papers, graph, chunker, query_ids=["A"])
+    assert report.aspects_by_aspect == {"introduction": 1, "method": 1}
+    assert sum(t.kind == "global" for t in triplets) == 2
+    assert chunker.report.sections == 7 and chunker.report.aspect_texts == 2
+    method_chunks = [t for t in triplets if t.kind == "local"]
+    assert all("#method." in t.query for t in method_chunks)  # the six sections are one text, chunked together
+    table2, _ = cosaemb.counts_tables(report)
+    assert (table2["Frequency"] <= report.papers_with_triplets).all()
+
+
+def test_check_counts_catches_an_aspect_counted_twice():
+    report = cosaemb.TripletReport(papers=2, papers_with_triplets=2)
+    report.aspects_by_aspect.update({"method": 3})
+    with pytest.raises(AssertionError, match="merged into one text per aspect"):
+        cosaemb.check_counts(report)
+
+
+# ------------------------------------------------------------------------------------------ triplets
+def _specter_records():
+    """SPECTER's triplets as read from cite_prediction: A cites B and C; D and E are not cited by A."""
+    paper = {pid: Paper(pid, f"Title {pid}", f"{pid} abstract.") for pid in "BCDE"}
+    paper["A"] = _paper("A", {"Introduction": SENTENCES[:6], "Methods": SENTENCES[6:7]})
+    return [(paper["A"], paper["B"], paper["D"]), (paper["A"], paper["C"], paper["E"]), (paper["B"], paper["D"], paper["E"])]
+
+
+def test_specter_training_set_keeps_the_triplets_and_reads_citations_from_them():
+    triplets, papers, graph = cosaemb.specter_training_set(_specter_records())
+    assert [(t.query, t.positive, t.negative, t.kind, t.margin) for t in triplets] == [
+        ("A", "B", "D", "inter", 1.0), ("A", "C", "E", "inter", 1.0), ("B", "D", "E", "inter", 1.0)]
+    assert sorted(papers) == list("ABCDE")
+    assert sorted(graph.references("A")) == ["B", "C"] and sorted(graph.references("B")) == ["D"]
+    with pytest.raises(ValueError, match="no triplets"):
+        cosaemb.specter_training_set([])
+
+
+def test_the_three_triplet_kinds_on_a_hand_built_paper(section_tokenizer):
+    inter, papers, graph = cosaemb.specter_training_set(_specter_records())
+    chunker = Chunker(section_tokenizer, max_length=48)
+    triplets, texts, report = cosaemb_triplets(papers, graph, chunker, query_ids=["A"], seed=0, inter_triplets=inter)
+    intro = chunker.paper_chunks(papers["A"])[0]
     assert len(intro) >= 2
     local = [t for t in triplets if t.kind == "local"]
     glob = [t for t in triplets if t.kind == "global"]
-    inter = [t for t in triplets if t.kind == "inter"]
-    # local: consecutive chunks of one section, both directions (eq. 2 and 9), negative = a cited abstract
+    # local: consecutive chunks of one aspect text, one direction (eq. 2: chunk i+1 → chunk i), as the paper counts
     pairs = [(a.id, b.id) for a, b in zip(intro, intro[1:])]
-    assert sorted((t.query, t.positive) for t in local) == sorted(
-        [(b, a) for a, b in pairs] + [(a, b) for a, b in pairs])
-    # global: each section's first chunk with the own abstract, both directions (eq. 3 and 8)
-    assert sorted((t.query, t.positive) for t in glob) == sorted(
-        [("A#0.0", "A"), ("A", "A#0.0"), ("A#1.0", "A"), ("A", "A#1.0")])
-    assert all(t.negative in {"B", "C"} for t in local + glob)
-    # inter-document: SPECTER's (abstract, cited, not cited)
-    assert inter and all(t.query == "A" and t.positive in {"B", "C"} and t.negative in {"D", "E"} for t in inter)
+    assert sorted((t.query, t.positive) for t in local) == sorted((b, a) for a, b in pairs)
+    # global: each aspect's first chunk → the own abstract (eq. 3)
+    assert sorted((t.query, t.positive) for t in glob) == [("A#introduction.0", "A"), ("A#method.0", "A")]
+    assert all(t.negative in {"B", "C"} for t in local + glob)  # a paper A cites (§3.3.2)
+    # inter-document: SPECTER's own triplets, unchanged, after the intra-document ones
+    assert [(t.query, t.positive, t.negative) for t in triplets if t.kind == "inter"] == [
+        ("A", "B", "D"), ("A", "C", "E"), ("B", "D", "E")]
     assert {t.kind: t.margin for t in triplets} == {"local": 3.0, "global": 2.0, "inter": 1.0}
     # texts: the abstract input for paper ids, the chunk for chunk ids
     assert texts["A"] == "[TTL] A study of graphs [SEP] [ABS] We study graphs."
-    assert texts["B"] == "[TTL] Cited one [SEP] [ABS] B abstract."
-    assert texts["A#1.0"].startswith("[TTL] A study of graphs [SEP] [MET] ")
+    assert texts["B"] == "[TTL] Title B [SEP] [ABS] B abstract."
+    assert texts["A#method.0"].startswith("[TTL] A study of graphs [SEP] [MET] ")
     assert all(i in texts for t in triplets for i in (t.query, t.positive, t.negative))
-    # counts in the shape of Tables 2-3
+    # counts in the shape of Tables 2-3: one direction, so what is trained is what the paper counts
     table2, table3 = cosaemb.counts_tables(report)
     assert table2.loc["Introduction", "Frequency"] == 1 and table2.loc["Method", "Frequency"] == 1
     assert table2.loc["Introduction", "Section Triplets"] == len(pairs)
-    assert table3.loc["Local Context (Eq. 2)", "triplets (both directions)"] == 2 * len(pairs)
-    assert table3.loc["Global Context (Eq. 3)", "Frequency (paper's count)"] == 2
+    assert table3.loc["Local Context (Eq. 2)", "Frequency"] == table3.loc["Local Context (Eq. 2)", "triplets trained"]
+    assert table3.loc["Global Context (Eq. 3)", "Frequency"] == 2
+    assert table3.loc["Inter-document (Eq. 4)", "Frequency"] == 3
+    # the two-direction option adds eqs. 8-9's reversed pairs; the paper's counts stay
+    both, _, report2 = cosaemb_triplets(papers, graph, Chunker(section_tokenizer, max_length=48), query_ids=["A"],
+                                        inter_triplets=inter, both_directions=True)
+    assert sorted((t.query, t.positive) for t in both if t.kind == "local") == sorted(
+        [(b, a) for a, b in pairs] + [(a, b) for a, b in pairs])
+    assert ("A", "A#introduction.0") in {(t.query, t.positive) for t in both if t.kind == "global"}
+    _, table3_both = cosaemb.counts_tables(report2)
+    assert table3_both.loc["Local Context (Eq. 2)", "triplets trained"] == 2 * len(pairs)
+    assert table3_both.loc["Local Context (Eq. 2)", "Frequency"] == len(pairs)
+
+
+def test_inter_triplets_naming_unknown_papers_are_an_error(section_tokenizer):
+    inter, papers, graph = cosaemb.specter_training_set(_specter_records())
+    del papers["E"]
+    with pytest.raises(ValueError, match="names papers not given"):
+        cosaemb_triplets(papers, graph, Chunker(section_tokenizer, 48), query_ids=[], inter_triplets=inter)
 
 
 def test_papers_without_citations_or_sections_are_counted(section_tokenizer):
     papers = {"A": _paper("A", {"Introduction": SENTENCES[:2]}), "B": Paper("B", "No text", "abstract")}
     triplets, _, report = cosaemb_triplets(papers, CitationGraph([Citation("B", "A")]), Chunker(section_tokenizer, 48),
-                                           query_ids=["A", "B"], inter=False)
+                                           query_ids=["A", "B"])
     assert triplets == []
     assert report.skipped == {"cites no paper with an abstract": 1, "no full text (sections)": 1}
+
+
+def test_full_text_attaches_by_corpus_id_and_a_mismatch_is_an_error():
+    _, papers, _ = cosaemb.specter_training_set(_specter_records())
+    report = cosaemb.attach_full_text(papers, {"B": [Section("Introduction", ["Text."])], "Z": []})
+    assert (report.attached, report.not_in_triplets) == (1, 1) and papers["B"].sections[0].heading == "Introduction"
+    with pytest.raises(ValueError, match="none of the 1 papers of the replica.*real triplets"):
+        cosaemb.attach_full_text(papers, {"p00001": []}, "the replica", "the real triplets")
+
+
+def test_repeat_to_draws_whole_permutations_first():
+    triplets = [Triplet(str(i), "p", "n", "inter") for i in range(4)]
+    drawn = cosaemb.repeat_to(triplets, 10, seed=3)
+    assert len(drawn) == 10 and sorted(t.query for t in drawn[:8]) == sorted("01230123")
+    assert cosaemb.repeat_to(triplets, 10, seed=3) == drawn and len(set(t.query for t in drawn[8:])) == 2
+    assert len(cosaemb.repeat_to(triplets, 2)) == 2
+
+
+def test_aspect_paragraphs_are_one_text_per_aspect():
+    paper = _paper("A", {"Introduction": ["I1."], "Data": ["D1."], "Model": ["M1."]})
+    chunks = cosaemb.aspect_paragraphs([paper, Paper("B", "No text", "abstract")])
+    assert [(c.id, c.paper_id, c.section, c.text) for c in chunks] == [
+        ("A#introduction", "A", "introduction", "I1."), ("A#method", "A", "method", "D1. M1.")]
 
 
 def test_with_margins_sets_each_kind():
@@ -232,3 +324,62 @@ def test_facet_query_puts_the_facet_tokens_between_title_and_abstract():
         facet_query_text(paper, "objective", "[SEP]")
     assert set(ASPECT_TOKENS.values()) | {"[TTL]", "[ABS]"} == set(SPECIAL_TOKENS)
     assert json.dumps(cosaemb.MARGIN_RUNS)  # plain data, stored with the results
+
+
+# ------------------------------------------------------------------------------------------ replicas
+def test_replicas_of_specter_training_set_read_back_with_the_real_readers(tmp_path, synthetic_corpus):
+    from sdr.synthetic.specter_training import corpus_ids, write_cite_prediction, write_s2orc_full_text
+
+    write_cite_prediction(synthetic_corpus, tmp_path / "triplets", seed=0)
+    write_s2orc_full_text(synthetic_corpus, tmp_path / "full_text")
+    records, _ = read_scirepeval_triplets(tmp_path / "triplets" / "train.jsonl")
+    line = json.loads((tmp_path / "triplets" / "train.jsonl").read_text().splitlines()[0])
+    assert set(line) == {"query", "pos", "neg"} and set(line["query"]) == {"sha", "corpus_id", "title", "abstract"}
+    assert isinstance(line["query"]["corpus_id"], int)
+    inter, papers, graph = cosaemb.specter_training_set(records)
+    ids = corpus_ids(synthetic_corpus)
+    back = {v: k for k, v in ids.items()}
+    # positives are cited papers of the corpus
+    assert all(back[int(t.positive)] in synthetic_corpus.graph.references(back[int(t.query)]) for t in inter)
+    sections, _ = read_s2orc_pdf_parses(tmp_path / "full_text" / "pdf_parses" / "pdf_parses.jsonl", progress=False)
+    report = cosaemb.attach_full_text(papers, sections)
+    assert report.attached == len(papers) and report.not_in_triplets == len(sections) - len(papers)
+    pid = next(iter(papers))
+    original = synthetic_corpus.papers[back[int(pid)]]
+    assert [s.heading for s in papers[pid].sections] == [s.heading for s in original.sections]
+    assert papers[pid].sections[0].paragraphs == original.sections[0].paragraphs
+
+
+def test_replica_writers_refuse_the_paper_policy(tmp_path, synthetic_corpus):
+    from sdr import datasets
+    from sdr.synthetic.specter_training import write_cite_prediction, write_s2orc_full_text
+
+    datasets.activate(datasets.policy_for("paper"))
+    try:
+        for write in (write_cite_prediction, write_s2orc_full_text):
+            with pytest.raises(datasets.ReplicaForbidden):
+                write(synthetic_corpus, tmp_path / write.__name__)
+    finally:
+        datasets.activate(None)
+
+
+def test_chunk_ids_parse_back():
+    assert cosaemb.parse_chunk_id("12345#related_work.3") == ("12345", "related_work", 3)
+    assert cosaemb.parse_chunk_id("a#b#method.0") == ("a#b", "method", 0)
+    assert cosaemb.parse_chunk_id("12345") is None
+    with pytest.raises(ValueError, match="not a chunk id"):
+        cosaemb.parse_chunk_id("12345#appendix.1")
+
+
+def test_margin_loss_from_distances_equals_the_objective(fresh_tiny_encoder):
+    """The held-out loss computed from triplet_distances is eq. 5 as cosaemb_objective computes it."""
+    encoder = fresh_tiny_encoder()
+    texts = {"q": "graph neural networks for molecules", "p": "message passing on molecular graphs",
+             "n": "a survey of medieval trade routes", "m": "convolutional networks for images"}
+    triplets = [Triplet("q", "p", "n", "local"), Triplet("q", "m", "p", "global"), Triplet("p", "q", "m", "inter")]
+    graded = with_margins(triplets, cosaemb.PAPER_MARGINS)
+    expected = cosaemb_objective(texts)(encoder, graded).item()
+    distances = cosaemb.triplet_distances(encoder, triplets, texts)
+    assert cosaemb.margin_loss(distances, cosaemb.PAPER_MARGINS) == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="no margin"):
+        cosaemb.margin_loss(distances, {"local": 1.0})

@@ -1015,7 +1015,7 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
-    "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube"),
+    "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
     # flew_triplets first: the S2 fetch of FLeW's graph takes its anchors (the query list) from it
     "flew": ("flew_triplets", "s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube"),
@@ -1037,6 +1037,7 @@ CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
              "Miracle-dz/FLeW-full"),
     "specter": ("allenai/specter",),  # SciNCL Table 1's SPECTER row, scored on SciDocs and CSFCube
     "scincl": ("malteos/scincl",),  # SciNCL Table 1's SciNCL row
+    "cosaemb": ("allenai/specter",),  # Table 6's SPECTER row
 }
 
 _MINILM_NAMES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}

@@ -2,33 +2,42 @@
 
 What makes the method *this* method, built from the shared modules:
 
-* :func:`cosaemb_aspect` — the paper's heading rule (§4 "Training Dataset"): keyword matching puts a
-  section heading into Introduction, Related Works, Method, Results or Conclusion, and **every heading
-  that matches nothing goes to Methods**. It differs from :func:`sdr.corpus.section_kind`, which has an
-  ``other`` class; both exist, named for what they do.
-* :class:`Chunker` — §3.3.1: a section is split at sentence boundaries into chunks that fit the encoder
-  (512 tokens in the paper); the first chunk is ``[TTL] title [SEP] [INTR] l1 … li`` (the section's own
+* :func:`cosaemb_aspect` — the paper's rule (§4 "Training Dataset"): keyword matching puts a section heading
+  into Introduction, Related Works, Method, Results or Conclusion, and **every heading that matches nothing
+  goes to Methods**. The paper's seed keywords come from the 25,482 headings Chakraborty et al. (2016) sorted
+  by hand, which are not public: **the keywords here are this book's own**, only the rule's shape is the
+  paper's. It differs from :func:`sdr.corpus.section_kind`, which has an ``other`` class.
+* :func:`aspect_texts` — §3.3.1: a paper's sections are merged by kind into (at most) **five aspect texts**,
+  ``p^intr, p^rel, p^meth, p^res, p^conc``, so each aspect counts once per paper (Table 2's frequencies are
+  all ≤ the 97,402 papers; Method 97,104).
+* :class:`Chunker` — §3.3.1: an aspect text is split at sentence boundaries into chunks that fit the encoder
+  (512 tokens in the paper); the first chunk is ``[TTL] title [SEP] [INTR] l1 … li`` (the aspect's own
   token), every later chunk repeats the previous chunk's last sentence: ``[INTR] li [INTR] li+1 … lj``.
   The abstract input is ``[TTL] title [SEP] [ABS] abstract``. :data:`SPECIAL_TOKENS` are the seven tokens
   added to the tokenizer (:meth:`sdr.encoders.Encoder.add_special_tokens`).
-* :func:`cosaemb_triplets` — the three triplet kinds of §3.3 and eqs. 2-4, 8, 9:
+* :func:`specter_training_set` — the inter-document triplets are **SPECTER's own training triplets**, "taken
+  from the SPECTER training set to ensure a fair comparison" (Table 3), not sampled again; the citations
+  they imply (each query cites its positive) give the cited papers whose abstracts are the intra-document
+  negatives (§3.3.2).
+* :func:`cosaemb_triplets` — the three triplet kinds of §3.3 (eqs. 2-4); the paper counts **one direction**
+  (Table 2's section triplets sum to Table 3's local count, its frequencies to the global count), which is
+  the default; ``both_directions=True`` adds the reversed pairs of eqs. 8-9:
 
   ======== ============================== ============================ ============================
   kind     query                          positive                     negative
   ======== ============================== ============================ ============================
-  local    chunk i+1 of a section (eq. 2) chunk i of the same section  abstract of a paper it cites
-  local    chunk i (eq. 9)                chunk i+1                    abstract of a paper it cites
-  global   first chunk of a section (3)   the paper's own abstract     abstract of a paper it cites
-  global   the paper's abstract (eq. 8)   first chunk of a section     abstract of a paper it cites
+  local    chunk i+1 of an aspect (eq. 2) chunk i of the same aspect   abstract of a paper it cites
+  global   first chunk of an aspect (3)   the paper's own abstract     abstract of a paper it cites
   inter    abstract (eq. 4, SPECTER's)    abstract of a cited paper    abstract of a paper not cited
   ======== ============================== ============================ ============================
 
   Triplet texts are not all papers here, so every text gets an id: a paper id stands for its abstract
-  input (so SPECTER's sampler is reused as it is) and ``<paper_id>#<section>.<chunk>`` for a chunk; the
-  returned ``texts`` maps ids to inputs, which is what :class:`sdr.train.TripletObjective` expects.
+  input and ``<paper_id>#<aspect>.<chunk>`` for a chunk; the returned ``texts`` maps ids to inputs, which is
+  what :class:`sdr.train.TripletObjective` expects.
 * :data:`PAPER_MARGINS` — margin gradation (eq. 5, §3.4): squared L2 distance with margin
   inter 1 < global 2 < local 3; :data:`MARGIN_RUNS` are the paper's four settings (§4 and Table 6).
 * :data:`PAPER_TRAINING` — SciBERT, 2 epochs, slanted-triangular schedule, lr 2e-5, 10 % warm-up, batch 32.
+  The paper does not say how a text becomes one vector; the chapter's ``pooling`` parameter decides.
 """
 
 from __future__ import annotations
@@ -43,9 +52,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from sdr.corpus import CitationGraph, Paper
+from sdr.corpus import CitationGraph, Paper, Section
+from sdr.evaluate.paragraphs import Chunk as ParagraphChunk
 from sdr.losses import TripletMarginLoss
-from sdr.samplers import Triplet, specter_triplets
+from sdr.samplers import Triplet
 from sdr.train import TripletObjective
 
 __all__ = [
@@ -58,19 +68,30 @@ __all__ = [
     "MARGIN_RUNS",
     "PAPER_TRAINING",
     "cosaemb_aspect",
+    "cosaemb_aspect_matched",
     "aspect_distribution",
+    "AspectText",
+    "aspect_texts",
     "regex_sentences",
     "pysbd_sentences",
     "Chunk",
     "ChunkingReport",
     "Chunker",
+    "parse_chunk_id",
     "TripletReport",
+    "specter_training_set",
+    "FullTextReport",
+    "attach_full_text",
     "cosaemb_triplets",
+    "repeat_to",
+    "aspect_paragraphs",
     "with_margins",
     "cosaemb_objective",
     "counts_tables",
+    "check_counts",
     "facet_query_text",
     "triplet_distances",
+    "margin_loss",
 ]
 
 # ------------------------------------------------------------------------------------ aspects, tokens
@@ -106,7 +127,7 @@ PAPER_TRAINING = {"model": "allenai/scibert_scivocab_uncased", "max_length": 512
 
 _HEADING_NUMBER = re.compile(r"^\s*(?:(?:\d+|[IVXLC]+|[A-Z])(?:\.\s?\d+)*\.?\)?\s+)")
 # Seed keywords per aspect. The paper took its keywords from the 25,482 headings Chakraborty et al. (2016)
-# sorted into the five classes; that list is not public, so these are ours. The keyword that occurs
+# sorted into the five classes; that list is not public, so these keywords are this book's own. The keyword that occurs
 # EARLIEST in the heading decides ("Results and Discussion" → results, "Discussion and Conclusions" →
 # conclusion, "Materials and Methods" → method); a heading without any keyword is a Method section.
 _ASPECT_KEYWORDS: dict[str, tuple[str, ...]] = {
@@ -127,7 +148,8 @@ _KEYWORD_ASPECT = {k: aspect for aspect, ks in _ASPECT_KEYWORDS.items() for k in
 
 
 def cosaemb_aspect(heading: str | None) -> str:
-    """CoSaEmb's heading rule: one of :data:`ASPECTS`; headings that match no keyword are ``"method"``.
+    """The paper's heading rule with this book's keywords: one of :data:`ASPECTS`; headings that match no
+    keyword are ``"method"``.
 
     Numbering ("3.2 Results", "III. RELATED WORK") is stripped and case ignored. The earliest keyword
     in the heading wins; "Experimental Setup" is a results heading (its first keyword is "experiment").
@@ -164,6 +186,28 @@ def aspect_distribution(headings: Iterable[str | None]) -> pd.DataFrame:
     table.index = [ASPECT_NAMES[a] for a in table.index]
     table.index.name = "aspect"
     return table
+
+
+@dataclass(frozen=True)
+class AspectText:
+    """One of a paper's (at most) five aspect texts: every section of one kind, merged in reading order."""
+
+    aspect: str
+    headings: tuple[str, ...]  # the headings merged here, as written
+    paragraphs: tuple[str, ...]
+
+
+def aspect_texts(paper: Paper) -> list[AspectText]:
+    """§3.3.1: the sections of ``paper`` merged by kind (:func:`cosaemb_aspect` of each heading) into one text
+    per aspect, in :data:`ASPECTS` order; aspects without a section are absent (so at most five per paper)."""
+    headings: dict[str, list[str]] = {aspect: [] for aspect in ASPECTS}
+    paragraphs: dict[str, list[str]] = {aspect: [] for aspect in ASPECTS}
+    for section in paper.sections:
+        aspect = cosaemb_aspect(section.heading)
+        headings[aspect].append(section.heading)
+        paragraphs[aspect].extend(section.paragraphs)
+    return [AspectText(aspect, tuple(headings[aspect]), tuple(paragraphs[aspect]))
+            for aspect in ASPECTS if headings[aspect]]
 
 
 # ------------------------------------------------------------------------------------ sentences
@@ -208,21 +252,21 @@ SENTENCE_SPLITTERS = {"regex": regex_sentences, "pysbd": pysbd_sentences}
 # ------------------------------------------------------------------------------------ chunking
 @dataclass(frozen=True)
 class Chunk:
-    """One encoder input cut from a section: ``id`` = ``<paper_id>#<section index>.<chunk index>``.
+    """One encoder input cut from an aspect text: ``id`` = ``<paper_id>#<aspect>.<chunk index>``.
 
     ``sentences`` are the chunk's sentences (the first one repeated from the previous chunk when
-    ``carried``); ``text`` is the formatted input with the section token (and the title in chunk 0).
+    ``carried``); ``text`` is the formatted input with the aspect token (and the title in chunk 0);
+    ``headings`` are the paper's headings merged into the aspect text.
     """
 
     id: str
     paper_id: str
-    section_index: int
-    heading: str
     aspect: str
     position: int
     sentences: tuple[str, ...]
     text: str
     carried: bool = False
+    headings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -231,22 +275,24 @@ class ChunkingReport:
 
     papers: int = 0
     papers_without_sections: int = 0
-    sections: int = 0
-    sections_empty: int = 0  # no sentence at all: no chunk
+    sections: int = 0  # the papers' sections (headings) read
+    aspect_texts: int = 0  # what they were merged into: at most five per paper
+    aspect_texts_empty: int = 0  # no sentence at all: no chunk
     chunks: int = 0
     sentences: int = 0
     sentences_cut: int = 0  # longer than a chunk on their own: cut into pieces at word boundaries
     carry_dropped: int = 0  # the previous last sentence did not fit with the next one: not repeated
     max_tokens: int = 0  # longest chunk, in tokens (with the tokenizer's own [CLS]/[SEP])
     sections_by_aspect: Counter = field(default_factory=Counter)
+    aspect_texts_by_aspect: Counter = field(default_factory=Counter)
     chunks_by_aspect: Counter = field(default_factory=Counter)
 
     def __str__(self) -> str:
         return (f"chunker: {self.papers} papers ({self.papers_without_sections} without sections), "
-                f"{self.sections} sections ({self.sections_empty} empty), {self.chunks} chunks of at most "
-                f"{self.max_tokens} tokens from {self.sentences} sentences; {self.sentences_cut} over-long "
-                f"sentences cut at word boundaries; carry-over sentence left out {self.carry_dropped} times "
-                "because it did not fit with the next sentence.")
+                f"{self.sections} sections merged into {self.aspect_texts} aspect texts ({self.aspect_texts_empty} "
+                f"empty), {self.chunks} chunks of at most {self.max_tokens} tokens from {self.sentences} sentences; "
+                f"{self.sentences_cut} over-long sentences cut at word boundaries; carry-over sentence left out "
+                f"{self.carry_dropped} times because it did not fit with the next sentence.")
 
 
 class Chunker:
@@ -280,6 +326,10 @@ class Chunker:
     def n_tokens(self, text: str) -> int:
         """Tokens of ``text`` as the encoder sees it (with [CLS]/[SEP])."""
         return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`n_tokens` of many texts in one batched tokenizer call."""
+        return [n + self._frame for n in self._piece_counts(texts)]
 
     def _pieces(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -319,7 +369,7 @@ class Chunker:
         return self._token_costs[token]
 
     def _pack(self, units: list[str], unit_lengths: list[int], limit: int, first_cost: int, token_cost: int,
-              paper: Paper, section_index: int) -> list[tuple[str | None, list[str]]]:
+              paper: Paper, aspect: str) -> list[tuple[str | None, list[str]]]:
         """Greedy packing: ``[(carried sentence or None, own sentences), ...]``; cuts a unit that cannot fit."""
         packed: list[tuple[str | None, list[str]]] = []
         carried: tuple[str, int] | None = None
@@ -337,7 +387,7 @@ class Chunker:
             if cost + unit_lengths[i] > limit:  # alone it does not fit after this prefix: cut it
                 pieces = self._cut(units[i], limit - cost - 1)
                 if len(pieces) < 2:
-                    raise ValueError(f"Chunker: sentence {i} of section {section_index} of {paper.paper_id} "
+                    raise ValueError(f"Chunker: sentence {i} of the {aspect} text of {paper.paper_id} "
                                      f"does not fit in {self.max_length} tokens")
                 units[i:i + 1] = pieces
                 unit_lengths[i:i + 1] = self._piece_counts(pieces)
@@ -352,16 +402,15 @@ class Chunker:
             i = j
         return packed
 
-    def section_chunks(self, paper: Paper, section_index: int) -> list[Chunk]:
-        """The chunks of one section of ``paper`` (empty list for a section without sentences)."""
-        section = paper.sections[section_index]
-        aspect = cosaemb_aspect(section.heading)
+    def aspect_chunks(self, paper: Paper, aspect_text: AspectText) -> list[Chunk]:
+        """The chunks of one aspect text of ``paper`` (empty list for a text without sentences)."""
+        aspect = aspect_text.aspect
         token = ASPECT_TOKENS[aspect]
-        self.report.sections += 1
-        self.report.sections_by_aspect[aspect] += 1
-        sentences = [s for paragraph in section.paragraphs for s in self.split_sentences(paragraph)]
+        self.report.aspect_texts += 1
+        self.report.aspect_texts_by_aspect[aspect] += 1
+        sentences = [s for paragraph in aspect_text.paragraphs for s in self.split_sentences(paragraph)]
         if not sentences:
-            self.report.sections_empty += 1
+            self.report.aspect_texts_empty += 1
             return []
         self.report.sentences += len(sentences)
         first_prefix = self.first_prefix(paper, aspect)
@@ -390,7 +439,7 @@ class Chunker:
         token_cost = self._token_cost(token)
         limit = self.max_length
         while True:
-            packed = self._pack(units, unit_lengths, limit, first_cost, token_cost, paper, section_index)
+            packed = self._pack(units, unit_lengths, limit, first_cost, token_cost, paper, aspect)
             texts = [f"{first_prefix} {' '.join(own)}" if k == 0 else self.later_text(token, carry, own)
                      for k, (carry, own) in enumerate(packed)]
             counts = self._piece_counts(texts)
@@ -401,37 +450,120 @@ class Chunker:
         chunks: list[Chunk] = []
         for k, ((carry, own), text, n) in enumerate(zip(packed, texts, counts)):
             chunk_sentences = ((carry,) if carry is not None else ()) + tuple(own)
-            chunks.append(Chunk(f"{paper.paper_id}#{section_index}.{k}", paper.paper_id, section_index,
-                                section.heading, aspect, k, chunk_sentences, text, carried=carry is not None))
+            chunks.append(Chunk(f"{paper.paper_id}#{aspect}.{k}", paper.paper_id, aspect, k, chunk_sentences, text,
+                                carried=carry is not None, headings=aspect_text.headings))
             self.report.max_tokens = max(self.report.max_tokens, n + self._frame)
         self.report.chunks += len(chunks)
         self.report.chunks_by_aspect[aspect] += len(chunks)
         return chunks
 
     def paper_chunks(self, paper: Paper) -> list[list[Chunk]]:
-        """Chunks of every section of ``paper`` (one list per section, in order)."""
+        """Chunks of each aspect text of ``paper`` (:func:`aspect_texts`: one list per aspect present, in
+        :data:`ASPECTS` order)."""
         self.report.papers += 1
+        self.report.sections += len(paper.sections)
+        for section in paper.sections:
+            self.report.sections_by_aspect[cosaemb_aspect(section.heading)] += 1
         if not paper.sections:
             self.report.papers_without_sections += 1
-        return [self.section_chunks(paper, index) for index in range(len(paper.sections))]
+        return [self.aspect_chunks(paper, text) for text in aspect_texts(paper)]
+
+
+def parse_chunk_id(text_id: str) -> tuple[str, str, int] | None:
+    """``<paper_id>#<aspect>.<position>`` → ``(paper_id, aspect, position)``; a paper id (an abstract) → None."""
+    if "#" not in text_id:
+        return None
+    paper_id, rest = text_id.rsplit("#", 1)
+    aspect, _, position = rest.rpartition(".")
+    if aspect not in ASPECT_TOKENS or not position.isdigit():
+        raise ValueError(f"{text_id!r} is not a chunk id <paper_id>#<aspect>.<position>")
+    return paper_id, aspect, int(position)
 
 
 # ------------------------------------------------------------------------------------ triplets
+def specter_training_set(
+    records: Iterable[tuple[Paper, Paper, Paper]], margin: float = PAPER_MARGINS["inter"],
+) -> tuple[list[Triplet], dict[str, Paper], CitationGraph]:
+    """SPECTER's training triplets as CoSaEmb's inter-document triplets (eq. 4, Table 3), unchanged.
+
+    ``records`` are ``(query, positive, negative)`` papers as :func:`sdr.corpus.read_scirepeval_triplets`
+    returns them (SciRepEval's ``cite_prediction``: each side with ``corpus_id``, title and abstract). Returns
+    the triplets (kind ``inter``, ``margin``), the papers they name and the citations they imply: SPECTER's
+    positives are papers the query cites, so each (query, positive) is an edge query → positive.
+    """
+    triplets: list[Triplet] = []
+    papers: dict[str, Paper] = {}
+    graph = CitationGraph()
+    for query, positive, negative in records:
+        for paper in (query, positive, negative):
+            papers.setdefault(paper.paper_id, paper)
+        triplets.append(Triplet(query.paper_id, positive.paper_id, negative.paper_id, "inter", float(margin)))
+        if query.paper_id != positive.paper_id and (query.paper_id, positive.paper_id) not in graph:
+            graph.add(query.paper_id, positive.paper_id)
+    if not triplets:
+        raise ValueError("specter_training_set: no triplets given")
+    return triplets, papers, graph
+
+
+@dataclass
+class FullTextReport:
+    """How the full text met the triplets' papers (:func:`attach_full_text`)."""
+
+    full_text_papers: int = 0  # papers in the full-text files
+    attached: int = 0  # of those, papers of the triplets: their sections are now set
+    not_in_triplets: int = 0  # full text of a paper no triplet names (left out)
+    without_sections: int = 0  # triplet papers whose parse has no section
+
+    def __str__(self) -> str:
+        return (f"full text: {self.full_text_papers} papers read, {self.attached} of them named by the triplets "
+                f"({self.without_sections} without any section); {self.not_in_triplets} not in the triplets, "
+                f"left out.")
+
+
+def attach_full_text(papers: Mapping[str, Paper], sections_by_paper: Mapping[str, list[Section]],
+                     full_text_source: str = "the full text", triplets_source: str = "the triplets") -> FullTextReport:
+    """Set the sections of every paper of ``papers`` that has full text (ids are S2 corpus ids on both sides).
+
+    Raises ``ValueError`` when no full-text paper is one of ``papers``: the two inputs do not describe the same
+    papers (e.g. real triplets with a replica's full text), and no intra-document triplet could be built.
+    """
+    report = FullTextReport(full_text_papers=len(sections_by_paper))
+    for pid, sections in sections_by_paper.items():
+        if pid not in papers:
+            report.not_in_triplets += 1
+            continue
+        papers[pid].sections = list(sections)
+        report.attached += 1
+        report.without_sections += not sections
+    if report.full_text_papers and not report.attached:
+        example = next(iter(sections_by_paper))
+        raise ValueError(f"attach_full_text: none of the {report.full_text_papers} papers of {full_text_source} "
+                         f"(e.g. {example!r}) is named by {triplets_source} (e.g. {next(iter(papers), None)!r}): "
+                         "the full text must be that of the triplets' papers (S2 corpus ids); use the real data "
+                         "for both inputs or the replicas for both")
+    return report
+
+
 @dataclass
 class TripletReport:
     """Counts in the shape of the paper's Tables 2 and 3, plus every paper that gave no triplet."""
 
-    papers: int = 0
-    sections_by_aspect: Counter = field(default_factory=Counter)  # Table 2 "Frequency" (non-empty sections)
+    papers: int = 0  # full-text papers considered
+    papers_with_triplets: int = 0
+    both_directions: bool = False
+    aspects_by_aspect: Counter = field(default_factory=Counter)  # Table 2 "Frequency": papers with the aspect
     local_pairs_by_aspect: Counter = field(default_factory=Counter)  # Table 2 "Section Triplets"
-    triplets_by_kind: Counter = field(default_factory=Counter)  # with both directions
+    triplets_by_kind: Counter = field(default_factory=Counter)  # what is trained (both directions when asked)
     skipped: Counter = field(default_factory=Counter)  # reason → papers
-    inter_report: object = None
+    inter_without_abstract: int = 0  # given inter-document triplets naming a paper without abstract (kept)
 
     def __str__(self) -> str:
         kinds = ", ".join(f"{k}: {self.triplets_by_kind[k]}" for k in ("local", "global", "inter"))
         skipped = ", ".join(f"{r}: {n}" for r, n in sorted(self.skipped.items())) or "none"
-        return f"CoSaEmb triplets from {self.papers} papers: {kinds}; papers skipped ({skipped})."
+        direction = "both directions" if self.both_directions else "one direction, as the paper counts"
+        return (f"CoSaEmb triplets ({direction}) from {self.papers_with_triplets} of {self.papers} full-text papers: "
+                f"{kinds}; papers skipped ({skipped}); inter-document triplets naming a paper without abstract: "
+                f"{self.inter_without_abstract}.")
 
 
 def cosaemb_triplets(
@@ -441,26 +573,34 @@ def cosaemb_triplets(
     query_ids: Iterable[str] | None = None,
     margins: Mapping[str, float] = PAPER_MARGINS,
     seed: int = 0,
-    inter: bool = True,
-    inter_candidates: Iterable[str] | None = None,
-    progress: bool = False,
+    inter_triplets: Iterable[Triplet] = (),
+    both_directions: bool = False,
 ) -> tuple[list[Triplet], dict[str, str], TripletReport]:
-    """Local, global and inter-document triplets of the papers ``query_ids`` (default: all with sections).
+    """Local and global triplets of the full-text papers ``query_ids`` (default: all with sections), then the
+    given inter-document triplets (SPECTER's, :func:`specter_training_set`).
 
-    The negative of a local or global triplet is the abstract of a paper the query paper cites (one drawn
-    per triplet, seeded; §3.3.2: "p_-^abs … of a paper that p_c cites"); papers that cite no paper with a
-    text give no intra-document triplets and are counted. Inter-document triplets are SPECTER's
-    (:func:`sdr.samplers.specter_triplets`: 2 hard + 3 easy negatives per query). Returns
-    ``(triplets, texts, report)``: ``texts`` maps every id used to its input text.
+    The negative of a local or global triplet is the abstract of a paper the query paper cites in ``graph``
+    (one drawn per triplet, seeded; §3.3.2: "p_-^abs … of a paper that p_c cites"); papers that cite no paper
+    with an abstract give no intra-document triplet and are counted. ``both_directions`` adds eqs. 8-9's reversed
+    pairs (abstract → first chunk, chunk i → chunk i+1). Returns ``(triplets, texts, report)``: ``texts`` maps
+    every id used to its input text.
     """
     for kind in ("local", "global", "inter"):
         if kind not in margins:
             raise ValueError(f"cosaemb_triplets: margins need 'local', 'global' and 'inter', got {dict(margins)}")
     rng = np.random.default_rng(seed)
-    report = TripletReport()
+    report = TripletReport(both_directions=both_directions)
     texts: dict[str, str] = {}
     triplets: list[Triplet] = []
     ids = sorted(query_ids) if query_ids is not None else sorted(p for p, paper in papers.items() if paper.sections)
+
+    def add(query: str, positive: str, kind: str, cited: list[str]) -> None:
+        pairs = ((query, positive), (positive, query)) if both_directions else ((query, positive),)
+        for q, k in pairs:
+            negative = cited[int(rng.integers(len(cited)))]
+            texts[negative] = chunker.abstract_text(papers[negative])
+            triplets.append(Triplet(q, k, negative, kind, float(margins[kind])))
+
     for pid in ids:
         if pid not in papers:
             raise ValueError(f"cosaemb_triplets: query paper {pid} is not in the papers given")
@@ -476,38 +616,50 @@ def cosaemb_triplets(
         if not paper.abstract:
             report.skipped["no abstract"] += 1
             continue
+        report.papers_with_triplets += 1
         texts[pid] = chunker.abstract_text(paper)
-        for section_chunks in chunker.paper_chunks(paper):
-            if not section_chunks:
+        for aspect_chunks in chunker.paper_chunks(paper):
+            if not aspect_chunks:
                 continue
-            aspect = section_chunks[0].aspect
-            report.sections_by_aspect[aspect] += 1
-            for chunk in section_chunks:
+            aspect = aspect_chunks[0].aspect
+            report.aspects_by_aspect[aspect] += 1
+            for chunk in aspect_chunks:
                 texts[chunk.id] = chunk.text
-            first = section_chunks[0].id
-            for query, positive in ((first, pid), (pid, first)):  # eq. 3 and eq. 8
-                negative = cited[int(rng.integers(len(cited)))]
-                texts[negative] = chunker.abstract_text(papers[negative])
-                triplets.append(Triplet(query, positive, negative, "global", float(margins["global"])))
-            for before, after in zip(section_chunks, section_chunks[1:]):
+            add(aspect_chunks[0].id, pid, "global", cited)  # eq. 3 (reversed: eq. 8)
+            for before, after in zip(aspect_chunks, aspect_chunks[1:]):
                 report.local_pairs_by_aspect[aspect] += 1
-                for query, positive in ((after.id, before.id), (before.id, after.id)):  # eq. 2 and eq. 9
-                    negative = cited[int(rng.integers(len(cited)))]
-                    texts[negative] = chunker.abstract_text(papers[negative])
-                    triplets.append(Triplet(query, positive, negative, "local", float(margins["local"])))
-    if inter:
-        inter_graph = CitationGraph(c for c in graph if c.citing in papers and c.cited in papers)
-        candidates = sorted(inter_candidates) if inter_candidates is not None else sorted(papers)
-        inter_ids = sorted(set(ids) & inter_graph.nodes)
-        specter, inter_report = specter_triplets(inter_graph, candidates=candidates, query_ids=inter_ids, seed=seed,
-                                                 margin=float(margins["inter"]), progress=progress, verbose=False)
-        report.inter_report = inter_report
-        for t in specter:
-            for p in (t.query, t.positive, t.negative):
-                texts[p] = chunker.abstract_text(papers[p])
-            triplets.append(dataclasses.replace(t, kind="inter"))
+                add(after.id, before.id, "local", cited)  # eq. 2 (reversed: eq. 9)
+    for t in inter_triplets:
+        missing = [p for p in (t.query, t.positive, t.negative) if p not in papers]
+        if missing:
+            raise ValueError(f"cosaemb_triplets: inter-document triplet {t} names papers not given: {missing}")
+        report.inter_without_abstract += any(not papers[p].abstract for p in (t.query, t.positive, t.negative))
+        for p in (t.query, t.positive, t.negative):
+            texts[p] = chunker.abstract_text(papers[p])
+        triplets.append(dataclasses.replace(t, kind="inter", margin=float(margins["inter"])))
     report.triplets_by_kind = Counter(t.kind for t in triplets)
+    check_counts(report)
     return triplets, texts, report
+
+
+def check_counts(report: TripletReport) -> None:
+    """Each aspect counts at most once per paper (Table 2's frequencies are all ≤ the papers): raises otherwise."""
+    over = {a: n for a, n in report.aspects_by_aspect.items() if n > report.papers_with_triplets}
+    if over:
+        raise AssertionError(f"aspect counts exceed the {report.papers_with_triplets} papers with triplets: {over}; "
+                             "sections must be merged into one text per aspect (§3.3.1)")
+
+
+def repeat_to(triplets: Sequence[Triplet], count: int, seed: int = 0) -> list[Triplet]:
+    """``count`` triplets drawn from ``triplets``: whole seeded permutations, then a seeded part of one more, so
+    a control trains on as many triplets (optimizer steps) as the run it is compared with."""
+    if not triplets:
+        raise ValueError("repeat_to: no triplets to draw from")
+    rng = np.random.default_rng(seed)
+    drawn: list[Triplet] = []
+    while len(drawn) < count:
+        drawn.extend(triplets[i] for i in rng.permutation(len(triplets))[:count - len(drawn)])
+    return drawn
 
 
 def with_margins(triplets: Iterable[Triplet], margins: Mapping[str, float]) -> list[Triplet]:
@@ -524,22 +676,23 @@ def cosaemb_objective(texts: Mapping[str, str]) -> TripletObjective:
 def counts_tables(report: TripletReport) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Our counts in the shape of Table 2 (per aspect) and Table 3 (per triplet kind).
 
-    The paper counts one global triplet per section and one local triplet per pair of consecutive chunks
-    (its Table 2 sums to Table 3); we also train on the reverse direction (eqs. 8 and 9), so the
-    ``triplets (both directions)`` columns are twice those.
+    The paper counts one global triplet per aspect text and one local triplet per pair of consecutive chunks
+    (its Table 2 sums to Table 3). Table 3's ``triplets trained`` column is what the run trains: the same
+    counts, or twice the intra-document ones with ``both_directions``.
     """
+    check_counts(report)
     table2 = pd.DataFrame({
-        "Frequency": {ASPECT_NAMES[a]: report.sections_by_aspect[a] for a in ASPECTS},
+        "Frequency": {ASPECT_NAMES[a]: report.aspects_by_aspect[a] for a in ASPECTS},
         "Section Triplets": {ASPECT_NAMES[a]: report.local_pairs_by_aspect[a] for a in ASPECTS},
     })
     table2.index.name = "Section"
     table3 = pd.DataFrame({
-        "Frequency (paper's count)": {
+        "Frequency": {
             "Local Context (Eq. 2)": sum(report.local_pairs_by_aspect.values()),
-            "Global Context (Eq. 3)": sum(report.sections_by_aspect.values()),
+            "Global Context (Eq. 3)": sum(report.aspects_by_aspect.values()),
             "Inter-document (Eq. 4)": report.triplets_by_kind["inter"],
         },
-        "triplets (both directions)": {
+        "triplets trained": {
             "Local Context (Eq. 2)": report.triplets_by_kind["local"],
             "Global Context (Eq. 3)": report.triplets_by_kind["global"],
             "Inter-document (Eq. 4)": report.triplets_by_kind["inter"],
@@ -547,6 +700,18 @@ def counts_tables(report: TripletReport) -> tuple[pd.DataFrame, pd.DataFrame]:
     })
     table3.index.name = "Triplet type"
     return table2, table3
+
+
+def aspect_paragraphs(papers: Iterable[Paper]) -> list[ParagraphChunk]:
+    """Table 6's retrieval set: one text per aspect of each paper (``<paper_id>#<aspect>``, the aspect's paragraphs
+    joined), the "section texts" of §5 as the model sees sections (§3.3.1)."""
+    chunks = []
+    for paper in papers:
+        for text in aspect_texts(paper):
+            body = " ".join(" ".join(p.split()) for p in text.paragraphs).strip()
+            if body:
+                chunks.append(ParagraphChunk(f"{paper.paper_id}#{text.aspect}", paper.paper_id, body, text.aspect))
+    return chunks
 
 
 def facet_query_text(paper: Paper, facet: str, sep: str) -> str:
@@ -581,3 +746,12 @@ def triplet_distances(encoder, triplets: Sequence[Triplet], texts: Mapping[str, 
         d_pos, d_neg = float(((q - p) ** 2).sum()), float(((q - n) ** 2).sum())
         rows.append({"kind": t.kind, "d_pos": d_pos, "d_neg": d_neg, "ordered": d_pos < d_neg})
     return pd.DataFrame(rows)
+
+
+def margin_loss(distances: pd.DataFrame, margins: Mapping[str, float] = PAPER_MARGINS) -> float:
+    """Eq. 5 averaged over the rows of :func:`triplet_distances`, each with the margin of its kind: the loss of
+    :func:`cosaemb_objective` on those triplets, from distances already computed (no second encoding)."""
+    margin = distances["kind"].map({k: float(v) for k, v in margins.items()})
+    if margin.isna().any():
+        raise ValueError(f"margin_loss: no margin for kinds {sorted(set(distances['kind'][margin.isna()]))}")
+    return float(np.maximum(0.0, distances["d_pos"] - distances["d_neg"] + margin).mean())
