@@ -286,17 +286,6 @@ def test_scidocs_row_averages_all_twelve_or_nothing():
     assert math.isnan(partial["recomm_ndcg"]) and math.isnan(partial["avg"])  # never a partial mean
 
 
-def test_real_data_file_only_when_real_data_is_on_and_present(tmp_path, monkeypatch):
-    from sdr import book
-
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "file.json").write_text("[]")
-    monkeypatch.setenv("SDR_DATA", str(tmp_path))
-    assert book.real_data_file("sub/file.json") == tmp_path / "sub" / "file.json"
-    assert book.real_data_file("sub/file.json", use_real_data=False) is None
-    assert book.real_data_file("sub/missing.json") is None
-
-
 def test_results_store_round_trips_multiindex_tables(tmp_path, monkeypatch):
     """Tables with MultiIndex rows or columns (CoSaEmb's counts, the splitter's scores) come back as stored."""
     import pandas as pd

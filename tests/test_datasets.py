@@ -188,35 +188,40 @@ def test_real_data_test_skips_naming_the_missing_file(real_data, tmp_path, monke
         real_data("csfcube/evaluation_splits.json")
 
 
-@pytest.mark.parametrize("value", [None, "", "missing-folder"], ids=["unset", "empty", "missing-folder"])
-def test_auto_real_data_is_off_without_mirror_or_cache(shared_data_skip_env, value):
-    from sdr import book
+def _smoke_reads_real_csabstruct(tmp_path) -> bool:
+    """Whether the smoke policy (real evaluation data when found) finds real CSAbstruct here."""
+    data = datasets.ChapterData("benchmarks", "smoke", "auto", workdir=tmp_path / "work")
+    return data.input("csabstruct", replica=lambda folder: folder).real
 
+
+@pytest.mark.parametrize("value", [None, "", "missing-folder"], ids=["unset", "empty", "missing-folder"])
+def test_smoke_reads_replicas_without_mirror_or_cache(shared_data_skip_env, value, tmp_path):
     shared_data_skip_env(value)
     assert datasets.data_root() is None and datasets.locate("csfcube") is None
-    assert book.real_data_enabled("auto") is False and book.shared_data_dir() is None
-    assert book.real_data_enabled(True) is True and book.real_data_enabled("false") is False
+    assert _smoke_reads_real_csabstruct(tmp_path) is False
     with pytest.raises(ValueError, match="use_real_data must be true, false or 'auto'"):
-        book.real_data_enabled("sometimes")
+        datasets.policy_for("smoke", "sometimes")
 
 
-def test_auto_real_data_is_on_with_a_mirror_or_a_cache(tmp_path, monkeypatch):
-    from sdr import book
-
-    monkeypatch.setenv("SDR_DATA", str(tmp_path))
+def test_smoke_reads_real_data_from_a_mirror_or_a_complete_cache(tmp_path, monkeypatch):
+    for split in ("train", "dev", "test"):
+        (tmp_path / "mirror" / "csabstruct").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "mirror" / "csabstruct" / f"{split}.jsonl").write_text("{}\n")
+    monkeypatch.setenv("SDR_DATA", str(tmp_path / "mirror"))
     monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "no-cache"))
-    assert book.real_data_enabled("auto") is True and book.shared_data_dir() == tmp_path
+    assert _smoke_reads_real_csabstruct(tmp_path) is True and datasets.data_root() == tmp_path / "mirror"
     monkeypatch.delenv("SDR_DATA")
     cache = tmp_path / "cache"
     (cache / "csabstruct").mkdir(parents=True)
     monkeypatch.setenv("SDR_DATA_CACHE", str(cache))
     # an empty or partial cache (a failed download) is not data
-    assert book.real_data_enabled("auto") is False and book.shared_data_dir() is None
+    assert _smoke_reads_real_csabstruct(tmp_path) is False and datasets.data_root() is None
     (cache / "csabstruct" / "train.jsonl").write_text("{}\n")
-    assert book.real_data_enabled("auto") is False
+    assert _smoke_reads_real_csabstruct(tmp_path) is False
     for split in ("dev", "test"):
         (cache / "csabstruct" / f"{split}.jsonl").write_text("{}\n")
-    assert book.real_data_enabled("auto") is True and book.shared_data_dir() == cache
+    assert _smoke_reads_real_csabstruct(tmp_path) is True and datasets.data_root() == cache
+    datasets.activate(None)
 
 
 @pytest.fixture

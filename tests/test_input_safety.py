@@ -531,7 +531,7 @@ def test_evaluate_csfcube_without_data_dir_leaves_no_cache_folder(offline, capsy
     code, out, err = run(["evaluate", "csfcube", "--embeddings", FIXTURES / "csfcube" / "embeddings.jsonl"], capsys)
     assert code == 2 and out == "" and "csfcube: not found in $SDR_DATA (unset) nor in the cache" in err
     assert not offline.exists()  # no empty folder that would later look like data
-    assert datasets.data_root() is None and book.real_data_enabled("auto") is False
+    assert datasets.data_root() is None and datasets.locate("csfcube") is None
 
 
 def test_an_interrupted_download_leaves_nothing(offline, tmp_path, monkeypatch):

@@ -43,7 +43,7 @@ from sdr.book.runs import (KERNEL_ENVIRONMENT, READS_RESULTS, chapter_fingerprin
                            stored_fingerprint, write_executed)
 from sdr.book.setup_cell import (CONFIG_FILE, PROFILE_TAG, SETUP_TAG, add_setup_cell, device_line, interactive_parameters,
                                  profile_cell_source, repository, set_repository, setup_cell_source)
-from sdr.book.sources import caption, environment_line, real_data_enabled, real_data_file, shared_data_dir
+from sdr.book.sources import caption, environment_line
 from sdr.book.status import STATUS_PAGE, reproduction_status, status_markdown, write_status_page
 
 def _path_property(name: str) -> property:
