@@ -46,12 +46,18 @@ TRIPLETS_PER_QUERY = 10
 #: SciNCL's bands with every c doubled (c⁺ 5 → 10, c⁻hard 2 → 4, c⁻easy 3 → 6): 10 triplets a query, each with
 #: its own positive, as FLeW's released triplets have (10 distinct positives per query).
 FLEW_BANDS = Bands(k_pos=25, c_pos=10, k_hard=4000, c_hard=4, c_easy=6)
+#: The book's bar for its CSAbstruct splitter (the stand-in for FLeW's LLM, §3.2), not a number of the paper: on the
+#: released CSAbstruct test, the share of background/method/result sentences given their own facet, and the margin by
+#: which it must beat the lexical baseline (the chapter and tests/test_flew.py check both).
+SPLITTER_AGREEMENT_TARGET = 0.85
+SPLITTER_BASELINE_MARGIN = 0.01
 
-__all__ = ["FACETS", "FLEW_BANDS", "TRIPLETS_PER_QUERY", "facet_edges", "subgraph_table", "embed_facet_subgraphs",
+__all__ = ["FACETS", "FLEW_BANDS", "TRIPLETS_PER_QUERY", "SPLITTER_AGREEMENT_TARGET", "SPLITTER_BASELINE_MARGIN",
+           "facet_edges", "subgraph_table", "embed_facet_subgraphs",
            "read_released_triplets", "query_list", "corpus_id_map", "facet_triplets", "facet_papers",
            "heldout_triplet_scores", "mdcr_papers",
-           "simplex_grid", "combine", "tune_weights", "csfcube_per_query", "csfcube_crossval", "mdcr_scores",
-           "mdcr_tune", "mdcr_fields", "scirepeval_documents", "scirepeval_task_weights", "scirepeval_weighted",
+           "simplex_grid", "combine", "tune_weights", "csfcube_per_query", "csfcube_crossval", "csfcube_systems",
+           "seed_spread", "mdcr_scores", "mdcr_tune", "mdcr_fields", "scirepeval_documents", "scirepeval_task_weights", "scirepeval_weighted",
            "flew_columns", "released_facet_models", "TABLE1_COLUMNS"]
 
 
@@ -272,7 +278,7 @@ def csfcube_per_query(data_dir: str | Path, vectors: Mapping[str, np.ndarray], i
 
 
 def csfcube_crossval(data_dir: str | Path, facet_vectors: Mapping[str, np.ndarray], ids: Sequence[str],
-                     metric: str = "map", step: float = 0.1) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     metric: str = "map", step: float = 0.1, return_per_query: bool = False) -> tuple:
     """FLeW's tuned sum on CSFCube with the official two-fold protocol.
 
     For each CSFCube facet and fold, the weights are chosen on that fold's dev queries
@@ -280,7 +286,10 @@ def csfcube_crossval(data_dir: str | Path, facet_vectors: Mapping[str, np.ndarra
     mean over the two folds, as the official ``aggregate_metrics_crossval``. The ``all`` row pools the test
     queries of the three facets (``evaluation_splits.json``'s ``all`` folds), each query ranked with the weights
     chosen for its own facet and fold. Returns (scores per facet and ``all``, chosen weights per facet and fold,
-    with the dev score of every grid point kept for a plot).
+    with the dev score of every grid point kept for a plot); with ``return_per_query`` also the metrics of every
+    test query of the ``all`` folds under the weights it was scored with (``{"<pid>_<facet>": {metric: value}}``,
+    the layout of ``csfcube.evaluate(..., return_per_query=True)["per_query"]``: their fold-grouped mean is the
+    ``all`` row, so :func:`sdr.book.csfcube_per_query` reads them for the leaderboard's paired intervals).
     """
     from sdr.evaluate import csfcube
 
@@ -301,16 +310,66 @@ def csfcube_crossval(data_dir: str | Path, facet_vectors: Mapping[str, np.ndarra
                            "result": weights[2], f"dev {metric}": float(table["score"].max()),
                            "grid": table})
         rows.append({"facet": facet, **{m: float(np.mean([f[m] for f in fold_scores])) for m in csfcube.METRICS}})
+    tested = {}
     if csfcube.AGGREGATE in splits:
         fold_scores = []
         for fold in ("fold1", "fold2"):
             test = list(splits[csfcube.AGGREGATE][f"{fold}_test"])  # keys "<pid>_<facet>"
             weights = [weights_of[(key.rsplit("_", 1)[1], fold)] for key in test]
+            tested.update({q: dict(per_query[w][q]) for w, q in zip(weights, test)})
             fold_scores.append({m: np.mean([per_query[w][q][m] for w, q in zip(weights, test)])
                                 for m in csfcube.METRICS})
         rows.append({"facet": csfcube.AGGREGATE,
                      **{m: float(np.mean([f[m] for f in fold_scores])) for m in csfcube.METRICS}})
+    if return_per_query:
+        return pd.DataFrame(rows).set_index("facet"), pd.DataFrame(chosen), tested
     return pd.DataFrame(rows).set_index("facet"), pd.DataFrame(chosen)
+
+
+def csfcube_systems(data_dir: str | Path, vectors: Mapping[str, Mapping[str, np.ndarray]], names: Mapping[str, str],
+                    sum_name: str = "FLeW", step: float = 0.1) -> tuple[dict[str, dict], pd.DataFrame]:
+    """Each facet encoder ranked on CSFCube on its own, and their sum tuned per facet and fold on dev queries.
+
+    ``names`` maps each facet to its encoder's system name, ``vectors`` each system name to ``{paper id: vector}``.
+    Returns ``({system: result}, the sum's chosen weights)`` (:func:`csfcube_crossval`), every result in the layout
+    of ``csfcube.evaluate(..., return_per_query=True)`` (``"test"``: metrics per facet and ``all``; ``"per_query"``:
+    every test query's metrics, the sum's under the weights its facet and fold chose), so one reader
+    (:func:`sdr.book.csfcube_metrics`, :func:`sdr.book.csfcube_per_query`) serves the encoders and the sum.
+    """
+    from sdr.evaluate import csfcube
+
+    if set(names) != set(FACETS):
+        raise ValueError(f"csfcube_systems: names must map every facet {FACETS} to a system, got {sorted(names)}")
+    results = {name: csfcube.evaluate(data_dir, embeddings=vectors[name], return_per_query=True)
+               for name in names.values()}
+    ids = sorted(vectors[names[FACETS[0]]])
+    tuned, chosen, per_query = csfcube_crossval(
+        data_dir, {facet: np.stack([vectors[names[facet]][i] for i in ids]) for facet in FACETS}, ids, step=step,
+        return_per_query=True)
+    results[sum_name] = {"test": {facet: dict(tuned.loc[facet]) for facet in tuned.index}, "per_query": per_query}
+    return results, chosen
+
+
+def seed_spread(rows: Sequence[Mapping], reference_queries: Mapping[str, float],
+                query_groups: Sequence[Sequence[str]] | None = None, headline: str = "map_all",
+                seed: int = 0) -> pd.DataFrame:
+    """The page's view of leaderboard rows trained with several seeds (:func:`sdr.book.leaderboard_row` dicts with
+    ``seed`` and ``per_query``): one line per method with its ``headline`` per seed, their mean and σ
+    (:func:`sdr.stats.mean_sd`), and the difference from a reference scored on the same queries with its paired
+    bootstrap 95 % interval (:func:`sdr.stats.paired_bootstrap`; per-query scores averaged over seeds, as the
+    Summary pairs them)."""
+    from sdr.stats import mean_sd, paired_bootstrap
+
+    lines = {}
+    for method in dict.fromkeys(row["method"] for row in rows):
+        own = [row for row in rows if row["method"] == method]
+        mean, sd, _ = mean_sd([row["metrics"][headline] for row in own])
+        averaged = {k: float(np.mean([row["per_query"][k] for row in own])) for k in own[0]["per_query"]}
+        interval = paired_bootstrap(averaged, reference_queries, query_groups, seed=seed)
+        lines[method] = {**{f"seed {row['seed']}": row["metrics"][headline] for row in own}, "mean": mean, "σ": sd,
+                         "Δ vs reference": interval["difference"], "95 % low": interval["low"],
+                         "95 % high": interval["high"]}
+    return pd.DataFrame(lines).T
 
 
 # ------------------------------------------------------------------------------------ MDCR
