@@ -45,6 +45,17 @@ def test_paper_defaults():
         st.SentenceFunctionObjective("contrastive", 5, 8)
 
 
+def test_loss_settings_are_table6s_reported_values():
+    """sdr.losses' values are the ones Table 6 marks as used (data/paper_tables/scitoricsbert_settings.csv, whose rows
+    tests/test_paper_tables.py finds in the paper's text), and every setting of every loss is one of its rows."""
+    table = st.settings_table()
+    assert (table["paper (Table 6, •)"] == table["this book"]).all(), table
+    covered = {st.TABLE6_KEYS[key] for key in st.TABLE6_KEYS}
+    assert covered == {(loss, key) for loss, values in st.SETTINGS.items() for key in values}
+    assert len(table) == len(st.TABLE6_KEYS)
+    assert st.SETTINGS["softmax"] == {}  # no search for softmax cross-entropy (Appendix B)
+
+
 def test_pk_batches_have_the_papers_shape_and_are_reproducible():
     labels = [i % 10 for i in range(200)]  # 10 labels x 20
     sampler = st.pk_batch_sampler(labels, "triplet")

@@ -37,6 +37,7 @@ __all__ = [
     "score_sentences", "cf_section_items", "CF_SECTIONS", "score_sections", "table3_row",
     "LabelSchedule", "sample_label_subsets", "items_with_labels", "label_subset_epochs", "label_schedule",
     "Baseline", "BASELINES", "RELEASED", "BOOK_CFS3_INPUTS", "paper_inputs", "CFS3TrainingSet", "cfs3_training_set",
+    "SETTINGS", "TABLE6_KEYS", "settings_table",
 ]
 
 #: The five objectives, in the order of the paper's tables.
@@ -354,6 +355,40 @@ def label_schedule(n_labels: int, n_all_labels: int, n_train: int, full_epochs: 
 
 
 SETTINGS = SCITORICS_SETTINGS  # the Table 6 values, re-exported for the chapter's settings table
+
+#: The rows of ``data/paper_tables/scitoricsbert_settings.csv`` (Table 6: loss, hyperparameter) → (our loss, the key of
+#: :data:`SETTINGS` that holds the value).
+TABLE6_KEYS: dict[tuple[str, str], tuple[str, str]] = {
+    ("Triplet loss", "m (margin)"): ("triplet", "margin"),
+    ("ArcFace loss", "m (angular margin)"): ("arcface", "margin_radians"),
+    ("ArcFace loss", "s (scale)"): ("arcface", "scale"),
+    ("MS loss", "α"): ("multi_similarity", "alpha"),
+    ("MS loss", "β"): ("multi_similarity", "beta"),
+    ("MS loss", "λ"): ("multi_similarity", "base"),
+    ("NT-Xent loss", "T (temperature)"): ("ntxent", "temperature"),
+}
+
+
+def settings_table() -> "pd.DataFrame":
+    """Table 6 (``scitoricsbert_settings``: the value each loss reports its results with, and the values its search
+    tried) next to the value :data:`SETTINGS` trains with; one row per hyperparameter, in the paper's order."""
+    import pandas as pd
+
+    from sdr.book import read_paper_table
+
+    paper = read_paper_table("scitoricsbert_settings")
+    rows = []
+    for _, row in paper.iterrows():
+        key = (row["model"], row["hyperparameter"])
+        if key not in TABLE6_KEYS:
+            raise ValueError(f"scitoricsbert_settings.csv: row {key} has no entry in TABLE6_KEYS (which loss "
+                             f"setting it is)")
+        loss, setting = TABLE6_KEYS[key]
+        tested = [row[c] for c in paper.columns if c.startswith("tested_") or c == "value"]
+        rows.append({"loss": loss, "hyperparameter": row["hyperparameter"], "paper (Table 6, •)": float(row["value"]),
+                     "this book": float(SETTINGS[loss][setting]),
+                     "values the paper tested": ", ".join(f"{float(v):g}" for v in sorted(v for v in tested if pd.notna(v)))})
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------------------------- Tables 3-4 baselines
