@@ -278,6 +278,24 @@ def test_label_schedule_keeps_the_rule_and_caps_steps_equally():
     assert st.label_schedule(40, 60, 20, 2, "ntxent", max_steps=100) == st.LabelSchedule(3, 1)
 
 
+def test_paper_plan_lists_every_run_with_its_steps():
+    # 20 labels × 70 sentences = 1,400 training sentences: 21 PK batches of 64 an epoch
+    train = [LabelledSentence(f"s{i}", f"sentence {i}", f"{i % 20:02d}") for i in range(1400)]
+    runs = st.plan_runs({"CFS3": train, "CSAbstruct train": train[:700]}, ["softmax", "triplet"], seeds=5, epochs=5,
+                        max_length=128, label_train=train, label_counts=[10, 40], label_losses=["softmax"],
+                        label_seeds=5, seed=0)
+    assert [r["name"] for r in runs] == [
+        "softmax on CFS3 (x 5 seeds)", "triplet on CFS3 (x 5 seeds)", "softmax on CSAbstruct train (x 5 seeds)",
+        "triplet on CSAbstruct train (x 5 seeds)", "softmax on 10 labels (x 5 seeds)"]  # 40 > the 20 labels: not run
+    assert [r["examples"] for r in runs] == [21 * 64, 21 * 64, 10 * 64, 10 * 64, 10 * 64]
+    assert runs[-1]["epochs"] == st.label_subset_epochs(10, 20, 5) == 10
+    assert all(r["effective_batch"] == 64 and r["texts_per_example"] == 1 for r in runs)
+    assert {r["tokens_per_text"] for r in runs} == {st.PLAN_TOKENS_PER_SENTENCE}
+    capped = st.plan_runs({"CFS3": train}, ["ntxent"], seeds=1, epochs=2, max_length=32, max_batches_per_epoch=3)
+    assert capped == [dict(name="ntxent on CFS3 (x 1 seed)", examples=3 * 64, epochs=2, effective_batch=64,
+                           texts_per_example=1, tokens_per_text=32)]
+
+
 def test_sampled_label_subsets_are_nested_seeded_and_valid():
     labels = [f"{i:02d}" for i in range(1, 31)]
     first = st.sample_label_subsets(labels * 2, [5, 10, 20], seed=0)
