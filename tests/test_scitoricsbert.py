@@ -296,6 +296,25 @@ def test_paper_plan_lists_every_run_with_its_steps():
                            texts_per_example=1, tokens_per_text=32)]
 
 
+def test_seed_intervals_average_seeds_and_pair_sentences():
+    reference = {str(i): 0.2 for i in range(40)}
+    better = {str(i): 0.3 for i in range(40)}  # every sentence gains 0.1
+    same = {str(i): 0.2 + (0.05 if i % 2 else -0.05) for i in range(40)}  # gains and losses that cancel
+    runs = pd.DataFrame([{"training set": "CFS3", "loss": "softmax", "seed": s, "map@r": v}
+                         for s, v in ((0, 0.30), (1, 0.32), (2, 0.28))]
+                        + [{"training set": "CFS3", "loss": "triplet", "seed": 0, "map@r": 0.2}])
+    per_query = {("CFS3", "softmax", s): better for s in range(3)} | {("CFS3", "triplet", 0): same}
+    table = st.seed_intervals(runs, per_query, reference, samples=500).set_index("loss")
+    assert table.loc["softmax", "seeds"] == 3 and table.loc["softmax", "MAP@R mean"] == pytest.approx(0.30)
+    assert table.loc["softmax", "σ"] == pytest.approx(0.02)
+    assert table.loc["softmax", "Δ vs untrained [CLS]"] == pytest.approx(0.1)
+    assert table.loc["softmax", "excludes 0"] and table.loc["softmax", "95 % low"] == pytest.approx(0.1)
+    assert table.loc["triplet", "σ"] == 0.0 and not table.loc["triplet", "excludes 0"]
+    assert table.loc["triplet", "95 % low"] < 0 < table.loc["triplet", "95 % high"]
+    with pytest.raises(ValueError, match="seeds \\[1, 2\\]"):
+        st.seed_intervals(runs, {("CFS3", "softmax", 0): better, ("CFS3", "triplet", 0): same}, reference)
+
+
 def test_sampled_label_subsets_are_nested_seeded_and_valid():
     labels = [f"{i:02d}" for i in range(1, 31)]
     first = st.sample_label_subsets(labels * 2, [5, 10, 20], seed=0)

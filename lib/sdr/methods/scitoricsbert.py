@@ -37,7 +37,7 @@ __all__ = [
     "score_sentences", "cf_section_items", "CF_SECTIONS", "score_sections", "table3_row",
     "LabelSchedule", "sample_label_subsets", "items_with_labels", "label_subset_epochs", "label_schedule",
     "Baseline", "BASELINES", "RELEASED", "BOOK_CFS3_INPUTS", "paper_inputs", "CFS3TrainingSet", "cfs3_training_set",
-    "SETTINGS", "TABLE6_KEYS", "settings_table", "plan_runs", "PLAN_TOKENS_PER_SENTENCE",
+    "SETTINGS", "TABLE6_KEYS", "settings_table", "plan_runs", "PLAN_TOKENS_PER_SENTENCE", "seed_intervals",
 ]
 
 #: The five objectives, in the order of the paper's tables.
@@ -245,6 +245,36 @@ def map_at_r_validator(items: Sequence, batch_size: int = 64) -> Callable:
         return float(score_sentences(encoder, items, batch_size)["map@r"])
 
     return validate
+
+
+def seed_intervals(runs, per_query: Mapping[tuple, Mapping[str, float]], reference: Mapping[str, float],
+                   samples: int = 2000, seed: int = 0):
+    """Per training set and loss: CSAbstruct MAP@R mean ± σ over its seeds and its difference from ``reference``
+    (the untrained [CLS] encoder's per-sentence AP@R, same sentences and length) with a paired bootstrap 95 % interval
+    over test sentences (:func:`sdr.stats.paired_bootstrap`) of the per-sentence AP@R averaged over the seeds, as the
+    Summary's leaderboard computes it.
+
+    ``runs``: the chapter's runs table (columns "training set", "loss", "seed", "map@r"); ``per_query``: (training
+    set, loss, seed) → AP@R per sentence (:func:`sdr.book.csabstruct_per_query`).
+    """
+    import pandas as pd
+
+    from sdr.stats import mean_sd, paired_bootstrap
+
+    rows = []
+    for (data_name, loss), group in runs.groupby(["training set", "loss"], sort=False):
+        mean, sd, count = mean_sd(group["map@r"])
+        seeds = [int(s) for s in group["seed"]]
+        missing = [s for s in seeds if (data_name, loss, s) not in per_query]
+        if missing:
+            raise ValueError(f"seed_intervals: no per-sentence scores for {loss} on {data_name}, seeds {missing}")
+        keys = list(reference)
+        averaged = {k: float(np.mean([per_query[data_name, loss, s][k] for s in seeds])) for k in keys}
+        interval = paired_bootstrap(averaged, reference, samples=samples, seed=seed)
+        rows.append({"training set": data_name, "loss": loss, "seeds": count, "MAP@R mean": mean, "σ": sd,
+                     "Δ vs untrained [CLS]": interval["difference"], "95 % low": interval["low"],
+                     "95 % high": interval["high"], "excludes 0": interval["excludes_zero"]})
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------------------------- Table 3
