@@ -56,6 +56,19 @@ def test_loss_settings_are_table6s_reported_values():
     assert st.SETTINGS["softmax"] == {}  # no search for softmax cross-entropy (Appendix B)
 
 
+@pytest.mark.parametrize("profile", ["smoke", "real", "paper", "paper dry run"])
+def test_the_chapter_reads_csabstruct_at_the_benchmarks_length(profile):
+    """One comparison per benchmark (issue 26): the chapter trains and scores at the Benchmarks chapter's
+    csabstruct_max_length, so its leaderboard rows and their untrained reference read the same tokens."""
+    from sdr.dryrun import dry_run_overrides
+
+    name, overrides = ("paper", dry_run_overrides) if profile == "paper dry run" else (profile, lambda chapter: None)
+    ours = book.chapter_parameters("scitoricsbert", name, overrides("scitoricsbert"))
+    benchmarks = book.chapter_parameters("benchmarks", name, overrides("benchmarks"))
+    assert ours["max_length"] == (benchmarks["csabstruct_max_length"] or benchmarks["max_length"])
+    assert ours["leaderboard_seeds"] >= (3 if profile == "real" else 1)
+
+
 def test_pk_batches_have_the_papers_shape_and_are_reproducible():
     labels = [i % 10 for i in range(200)]  # 10 labels x 20
     sampler = st.pk_batch_sampler(labels, "triplet")
