@@ -45,6 +45,30 @@ def test_paper_defaults():
         st.SentenceFunctionObjective("contrastive", 5, 8)
 
 
+def test_loss_settings_are_table6s_reported_values():
+    """sdr.losses' values are the ones Table 6 marks as used (data/paper_tables/scitoricsbert_settings.csv, whose rows
+    tests/test_paper_tables.py finds in the paper's text), and every setting of every loss is one of its rows."""
+    table = st.settings_table()
+    assert (table["paper (Table 6, •)"] == table["this book"]).all(), table
+    covered = {st.TABLE6_KEYS[key] for key in st.TABLE6_KEYS}
+    assert covered == {(loss, key) for loss, values in st.SETTINGS.items() for key in values}
+    assert len(table) == len(st.TABLE6_KEYS)
+    assert st.SETTINGS["softmax"] == {}  # no search for softmax cross-entropy (Appendix B)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "real", "paper", "paper dry run"])
+def test_the_chapter_reads_csabstruct_at_the_benchmarks_length(profile):
+    """One comparison per benchmark (issue 26): the chapter trains and scores at the Benchmarks chapter's
+    csabstruct_max_length, so its leaderboard rows and their untrained reference read the same tokens."""
+    from sdr.dryrun import dry_run_overrides
+
+    name, overrides = ("paper", dry_run_overrides) if profile == "paper dry run" else (profile, lambda chapter: None)
+    ours = book.chapter_parameters("scitoricsbert", name, overrides("scitoricsbert"))
+    benchmarks = book.chapter_parameters("benchmarks", name, overrides("benchmarks"))
+    assert ours["max_length"] == (benchmarks["csabstruct_max_length"] or benchmarks["max_length"])
+    assert ours["leaderboard_seeds"] >= (3 if profile == "real" else 1)
+
+
 def test_pk_batches_have_the_papers_shape_and_are_reproducible():
     labels = [i % 10 for i in range(200)]  # 10 labels x 20
     sampler = st.pk_batch_sampler(labels, "triplet")
@@ -265,6 +289,43 @@ def test_label_schedule_keeps_the_rule_and_caps_steps_equally():
     assert [(s.epochs, s.batches_per_epoch) for s in capped] == [(6, 1), (6, 1), (3, 2)]
     # no cap reached: the rule stands (at least one batch however small the subset)
     assert st.label_schedule(40, 60, 20, 2, "ntxent", max_steps=100) == st.LabelSchedule(3, 1)
+
+
+def test_paper_plan_lists_every_run_with_its_steps():
+    # 20 labels × 70 sentences = 1,400 training sentences: 21 PK batches of 64 an epoch
+    train = [LabelledSentence(f"s{i}", f"sentence {i}", f"{i % 20:02d}") for i in range(1400)]
+    runs = st.plan_runs({"CFS3": train, "CSAbstruct train": train[:700]}, ["softmax", "triplet"], seeds=5, epochs=5,
+                        max_length=128, label_train=train, label_counts=[10, 40], label_losses=["softmax"],
+                        label_seeds=5, seed=0)
+    assert [r["name"] for r in runs] == [
+        "softmax on CFS3 (x 5 seeds)", "triplet on CFS3 (x 5 seeds)", "softmax on CSAbstruct train (x 5 seeds)",
+        "triplet on CSAbstruct train (x 5 seeds)", "softmax on 10 labels (x 5 seeds)"]  # 40 > the 20 labels: not run
+    assert [r["examples"] for r in runs] == [21 * 64, 21 * 64, 10 * 64, 10 * 64, 10 * 64]
+    assert runs[-1]["epochs"] == st.label_subset_epochs(10, 20, 5) == 10
+    assert all(r["effective_batch"] == 64 and r["texts_per_example"] == 1 for r in runs)
+    assert {r["tokens_per_text"] for r in runs} == {st.PLAN_TOKENS_PER_SENTENCE}
+    capped = st.plan_runs({"CFS3": train}, ["ntxent"], seeds=1, epochs=2, max_length=32, max_batches_per_epoch=3)
+    assert capped == [dict(name="ntxent on CFS3 (x 1 seed)", examples=3 * 64, epochs=2, effective_batch=64,
+                           texts_per_example=1, tokens_per_text=32)]
+
+
+def test_seed_intervals_average_seeds_and_pair_sentences():
+    reference = {str(i): 0.2 for i in range(40)}
+    better = {str(i): 0.3 for i in range(40)}  # every sentence gains 0.1
+    same = {str(i): 0.2 + (0.05 if i % 2 else -0.05) for i in range(40)}  # gains and losses that cancel
+    runs = pd.DataFrame([{"training set": "CFS3", "loss": "softmax", "seed": s, "map@r": v}
+                         for s, v in ((0, 0.30), (1, 0.32), (2, 0.28))]
+                        + [{"training set": "CFS3", "loss": "triplet", "seed": 0, "map@r": 0.2}])
+    per_query = {("CFS3", "softmax", s): better for s in range(3)} | {("CFS3", "triplet", 0): same}
+    table = st.seed_intervals(runs, per_query, reference, samples=500).set_index("loss")
+    assert table.loc["softmax", "seeds"] == 3 and table.loc["softmax", "MAP@R mean"] == pytest.approx(0.30)
+    assert table.loc["softmax", "σ"] == pytest.approx(0.02)
+    assert table.loc["softmax", "Δ vs untrained [CLS]"] == pytest.approx(0.1)
+    assert table.loc["softmax", "excludes 0"] and table.loc["softmax", "95 % low"] == pytest.approx(0.1)
+    assert table.loc["triplet", "σ"] == 0.0 and not table.loc["triplet", "excludes 0"]
+    assert table.loc["triplet", "95 % low"] < 0 < table.loc["triplet", "95 % high"]
+    with pytest.raises(ValueError, match="seeds \\[1, 2\\]"):
+        st.seed_intervals(runs, {("CFS3", "softmax", 0): better, ("CFS3", "triplet", 0): same}, reference)
 
 
 def test_sampled_label_subsets_are_nested_seeded_and_valid():
