@@ -305,3 +305,24 @@ def test_chapter_embeds_and_samples_the_citations_of_real_specter_triplets(share
     # no trained row is mapped to a paper row: the graph is not S2ORC's
     assert all(row["paper_model"] is None for row in record["extra"]["leaderboard"]
                if "SciNCL" in row["method"] or "SPECTER sampling" in row["method"])
+
+
+def test_sweep_points_and_the_table2_plan():
+    bands = scincl.Bands(k_pos=10, c_pos=5, k_hard=60)
+    points = scincl.sweep_points(bands, 100, ["k_pos", "k_hard"], [3, 20, 500], [20, 200, 400])
+    # k+ 3 keeps c+ ≤ k+; 500 and 200/400 lie beyond the graph: clipped to 96 (3 easy negatives left), one point each
+    assert list(points) == [("k_pos", 3), ("k_pos", 20), ("k_pos", 96), ("k_hard", 20), ("k_hard", 96)]
+    assert points[("k_pos", 3)] == replace(bands, k_pos=3, c_pos=3)
+    assert points[("k_hard", 20)] == replace(bands, k_hard=20)
+    assert scincl.sweep_points(bands, 100, []) == {}
+    with pytest.raises(ValueError, match="unknown sweeps"):
+        scincl.sweep_points(bands, 100, ["k_neg"])
+    queries = [f"q{i:03d}" for i in range(200)]
+    plan = scincl.table2_plan(["leakage", "data_fraction", "k_hard", "easy_random", "bitfit"], [0.5, 0.75],
+                              [0.01, 0.1], queries, seed=0)
+    assert plan == [("k_hard share 0.5", 200), ("k_hard share 0.75", 200), ("easy negatives plain random", 200),
+                    ("1% of the training set", 2), ("10% of the training set", 20), ("BitFit", 200),
+                    ("graph with the evaluation papers", 200)]
+    assert scincl.table2_plan([], [0.5], [0.1], queries, 0) == []
+    with pytest.raises(ValueError, match="unknown ablations"):
+        scincl.table2_plan(["dropout"], [], [], queries, 0)

@@ -42,8 +42,8 @@ from sdr.methods.specter import take_queries
 from sdr.samplers import KnnBands, SamplingReport, Triplet, band_check, count_collisions, knn_band_triplets, knn_bands
 
 __all__ = ["Bands", "PAPER_BANDS", "scaled_bands", "clip_bands", "sample_triplets", "search_bands", "band_searches",
-           "band_ranks", "collision_grid", "collision_sweep", "bands_table", "query_papers", "take_queries",
-           "share_of_queries", "TASKS", "with_task_averages", "seed_summary"]
+           "band_ranks", "collision_grid", "collision_sweep", "sweep_points", "bands_table", "query_papers",
+           "take_queries", "share_of_queries", "table2_plan", "TASKS", "with_task_averages", "seed_summary"]
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,26 @@ def collision_sweep(embedding: GraphEmbedding, bands: Bands, k_hard_values: Sequ
     return pd.DataFrame(rows)
 
 
+def sweep_points(bands: Bands, n_nodes: int, sweeps: Sequence[str], k_pos_values: Sequence[int] = (),
+                 k_hard_values: Sequence[int] = ()) -> dict[tuple[str, int], Bands]:
+    """The points of Figs. 2-3: ``(sweep, k) → bands`` for each sweep named in ``sweeps`` (``"k_pos"``: k⁺ over
+    ``k_pos_values``, c⁺ kept unless larger than k⁺; ``"k_hard"``: k⁻hard over ``k_hard_values``), everything else
+    as in ``bands``, each clipped to the graph (:func:`clip_bands`) and keyed by the k actually sampled, so two grid
+    points beyond the graph are one point."""
+    grids = {"k_pos": (k_pos_values, lambda v: replace(bands, k_pos=int(v), c_pos=min(bands.c_pos, int(v)))),
+             "k_hard": (k_hard_values, lambda v: replace(bands, k_hard=int(v)))}
+    unknown = sorted(set(sweeps) - set(grids))
+    if unknown:
+        raise ValueError(f"sweep_points: unknown sweeps {unknown}; known: {sorted(grids)}")
+    points: dict[tuple[str, int], Bands] = {}
+    for sweep in sweeps:
+        values, vary = grids[sweep]
+        for value in values:
+            varied = clip_bands(vary(value), n_nodes)
+            points.setdefault((sweep, varied.k_pos if sweep == "k_pos" else varied.k_hard), varied)
+    return points
+
+
 def bands_table(bands_by_name: dict[str, Bands]) -> pd.DataFrame:
     """The sampling settings side by side (for the chapter page)."""
     return pd.DataFrame({name: asdict(b) | {"margin (ranks)": b.margin} for name, b in bands_by_name.items()}).T
@@ -210,6 +230,32 @@ def share_of_queries(query_ids: Sequence[str], fraction: float, seed: int) -> li
         raise ValueError(f"share_of_queries: fraction must be in (0, 1], got {fraction}")
     count = max(1, int(round(fraction * len(query_ids))))
     return take_queries(query_ids, count if count < len(query_ids) else 0, seed)
+
+
+TABLE2_ABLATIONS = ("k_hard", "easy_random", "data_fraction", "bitfit", "leakage")
+
+
+def table2_plan(ablations: Sequence[str], k_hard_shares: Sequence[float], data_fractions: Sequence[float],
+                query_ids: Sequence[str], seed: int) -> list[tuple[str, int]]:
+    """The Table 2 rows a chapter will train, as ``(row, query papers)``, for the paper plan: one per k⁻hard share,
+    the plain-random easy negatives, one per data fraction (its share of ``query_ids``, :func:`share_of_queries`),
+    BitFit and the leakage graph, in that order, for the ablations named."""
+    unknown = sorted(set(ablations) - set(TABLE2_ABLATIONS))
+    if unknown:
+        raise ValueError(f"table2_plan: unknown ablations {unknown}; known: {list(TABLE2_ABLATIONS)}")
+    rows = []
+    if "k_hard" in ablations:
+        rows += [(f"k_hard share {share:g}", len(query_ids)) for share in k_hard_shares]
+    if "easy_random" in ablations:
+        rows.append(("easy negatives plain random", len(query_ids)))
+    if "data_fraction" in ablations:
+        rows += [(f"{fraction:.0%} of the training set", len(share_of_queries(query_ids, fraction, seed)))
+                 for fraction in data_fractions]
+    if "bitfit" in ablations:
+        rows.append(("BitFit", len(query_ids)))
+    if "leakage" in ablations:
+        rows.append(("graph with the evaluation papers", len(query_ids)))
+    return rows
 
 
 # ----------------------------------------------------------------------------------------- task averages
