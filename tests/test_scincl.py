@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sdr.graph import GraphEmbedding, GraphEmbeddingConfig
 from sdr.methods import scincl
+from sdr.samplers import count_collisions
 
 
 def arc_embedding(n: int = 120, comparator: str = "cos", seed: int = 0) -> GraphEmbedding:
@@ -91,6 +93,81 @@ def test_collisions_vanish_with_a_wide_margin():
     collisions = dict(zip(sweep["k_hard"], sweep["collisions"]))
     assert collisions[12] > 0 and collisions[40] == 0 and collisions[80] == 0
     assert collisions[12] >= collisions[14]
+
+
+# ------------------------------------------------------------------ the blocked search (issue 21)
+def one_shot_band_ranks(triplets, embedding, bands):
+    """The band check as the chapter computed it before issue 21: one exact search of every query to max(k)
+    (graph.nearest_neighbours) and a dictionary of ranks per query. The reference the blocked check must equal."""
+    from sdr.graph import nearest_neighbours
+
+    k_max = max(bands.k_pos, bands.k_hard)
+    queries = sorted({t.query for t in triplets})
+    found, _ = nearest_neighbours(embedding.vectors, embedding.ids, k_max, metric=embedding.metric, query_ids=queries)
+    rank = {q: {pid: r for r, pid in enumerate(neighbours, 1)} for q, neighbours in zip(queries, found)}
+    rows = []
+    for t in triplets:
+        positive_rank, negative_rank = rank[t.query].get(t.positive, 0), rank[t.query].get(t.negative, 0)
+        negative_ok = (bands.k_hard - bands.c_hard < negative_rank <= bands.k_hard if t.kind == "hard"
+                       else negative_rank == 0 or not bands.filtered_random)
+        rows.append({"query": t.query, "positive": t.positive, "negative": t.negative, "kind": t.kind,
+                     "positive_rank": positive_rank, "negative_rank": negative_rank,
+                     "positive_in_band": bands.k_pos - bands.c_pos < positive_rank <= bands.k_pos,
+                     "negative_in_band": negative_ok and t.negative != t.query})
+    return pd.DataFrame(rows)
+
+
+def random_embedding(n: int = 300, comparator: str = "dot", seed: int = 3) -> GraphEmbedding:
+    vectors = np.random.default_rng(seed).normal(size=(n, 16)).astype(np.float32)
+    return GraphEmbedding(ids=[f"p{i:04d}" for i in range(n)], vectors=vectors,
+                          config=GraphEmbeddingConfig(dimension=16, comparator=comparator))
+
+
+@pytest.mark.parametrize("comparator", ["dot", "cos"])
+def test_band_ranks_equal_the_one_shot_ranks(comparator):
+    """band_ranks (now samplers.band_check, blocked) gives the table the one-shot search gave, for sampled triplets
+    (every band holds) and for swapped ones (none holds)."""
+    embedding = random_embedding(comparator=comparator)
+    bands = scincl.Bands(k_pos=10, c_pos=5, k_hard=60, c_hard=2, c_easy=3)
+    triplets, _ = scincl.sample_triplets(embedding, bands, embedding.ids[::3], seed=2)
+    swapped = [type(t)(t.query, t.negative, t.positive, t.kind) for t in triplets]
+    for sample in (triplets, swapped):
+        blocked = scincl.band_ranks(sample, embedding, bands)
+        pd.testing.assert_frame_equal(blocked, one_shot_band_ranks(sample, embedding, bands))
+    assert blocked["positive_in_band"].sum() == 0
+    assert scincl.band_ranks(triplets, embedding, bands)[["positive_in_band", "negative_in_band"]].all().all()
+
+
+def test_one_search_gives_the_main_triplets_and_the_collision_sweep_of_separate_searches():
+    """The chapter's main sampling and its Fig. 5 sweep from band_searches (one search per distinct query list,
+    every setting of that list in it) equal what one search per setting gave before: the same triplets, reports and
+    collision table."""
+    embedding = random_embedding(n=400, seed=5)
+    bands = scincl.Bands(k_pos=10, c_pos=5, k_hard=60, c_hard=2, c_easy=3)
+    main_queries = scincl.take_queries(embedding.ids, 80, seed=0)
+    grid = scincl.collision_grid(bands, len(embedding.ids))
+    assert grid == [13, 15, 20, 30, 60, 120]
+    sweep = [replace(bands, k_hard=k) for k in grid]
+    for collision_queries in (embedding.ids, main_queries):  # different lists: two searches; the same: one
+        searches = scincl.band_searches(embedding, {"main": (main_queries, [bands]),
+                                                    "collisions": (collision_queries, sweep)}, seed=4)
+        assert (searches["main"] is searches["collisions"]) == (collision_queries == main_queries)
+        triplets, report = searches["main"].triplets(bands)
+        alone, alone_report = scincl.sample_triplets(embedding, bands, main_queries, seed=4)
+        assert triplets == alone and str(report) == str(alone_report)
+        collisions = scincl.collision_sweep(embedding, bands, grid, query_ids=collision_queries, seed=4,
+                                            searched=searches["collisions"])
+        separate = []
+        for k_hard in grid:
+            sampled, _ = scincl.sample_triplets(embedding, replace(bands, k_hard=k_hard), collision_queries, seed=4)
+            separate.append({"k_hard": k_hard, "margin (ranks)": replace(bands, k_hard=k_hard).margin,
+                             "triplets": len(sampled), "collisions": count_collisions(sampled)})
+        assert collisions.to_dict("records") == separate
+        assert collisions.equals(scincl.collision_sweep(embedding, bands, grid, query_ids=collision_queries, seed=4))
+    assert collisions["collisions"].iloc[0] > collisions["collisions"].iloc[-1]
+    with pytest.raises(KeyError, match="was not searched"):
+        searches["main"].triplets(replace(bands, k_hard=50))
+    assert scincl.collision_grid(bands, 50, [20, 4000, 49, 20]) == [20, 49]
 
 
 # ------------------------------------------------------------------ queries, triplet counts, shares of the data
@@ -228,3 +305,24 @@ def test_chapter_embeds_and_samples_the_citations_of_real_specter_triplets(share
     # no trained row is mapped to a paper row: the graph is not S2ORC's
     assert all(row["paper_model"] is None for row in record["extra"]["leaderboard"]
                if "SciNCL" in row["method"] or "SPECTER sampling" in row["method"])
+
+
+def test_sweep_points_and_the_table2_plan():
+    bands = scincl.Bands(k_pos=10, c_pos=5, k_hard=60)
+    points = scincl.sweep_points(bands, 100, ["k_pos", "k_hard"], [3, 20, 500], [20, 200, 400])
+    # k+ 3 keeps c+ ≤ k+; 500 and 200/400 lie beyond the graph: clipped to 96 (3 easy negatives left), one point each
+    assert list(points) == [("k_pos", 3), ("k_pos", 20), ("k_pos", 96), ("k_hard", 20), ("k_hard", 96)]
+    assert points[("k_pos", 3)] == replace(bands, k_pos=3, c_pos=3)
+    assert points[("k_hard", 20)] == replace(bands, k_hard=20)
+    assert scincl.sweep_points(bands, 100, []) == {}
+    with pytest.raises(ValueError, match="unknown sweeps"):
+        scincl.sweep_points(bands, 100, ["k_neg"])
+    queries = [f"q{i:03d}" for i in range(200)]
+    plan = scincl.table2_plan(["leakage", "data_fraction", "k_hard", "easy_random", "bitfit"], [0.5, 0.75],
+                              [0.01, 0.1], queries, seed=0)
+    assert plan == [("k_hard share 0.5", 200), ("k_hard share 0.75", 200), ("easy negatives plain random", 200),
+                    ("1% of the training set", 2), ("10% of the training set", 20), ("BitFit", 200),
+                    ("graph with the evaluation papers", 200)]
+    assert scincl.table2_plan([], [0.5], [0.1], queries, 0) == []
+    with pytest.raises(ValueError, match="unknown ablations"):
+        scincl.table2_plan(["dropout"], [], [], queries, 0)

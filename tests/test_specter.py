@@ -240,3 +240,89 @@ def test_csfcube_leaderboard_metrics_pick_map_and_ndcg_per_facet():
     metrics = specter.csfcube_leaderboard_metrics(table, "A")
     assert metrics == {"map_background": 1.0, "ndcg%20_background": 5.0, "map_method": 2.0, "ndcg%20_method": 6.0,
                        "map_result": 3.0, "ndcg%20_result": 7.0, "map_all": 4.0, "ndcg%20_all": 8.0}
+
+
+# ----------------------------------------------------------------------------------------- leaderboard rows and seeds
+def test_csfcube_leaderboard_rows_carry_per_query_map_seed_length_and_reference(synthetic_corpus, fresh_tiny_encoder,
+                                                                                tmp_path):
+    """A trained model's CSFCube row (issue 26): the evaluator's metrics, its per-query MAP averaging (by fold) to
+    the headline, the test folds as groups, the input length, the seed and the untrained reference; the table and
+    the results of csfcube_scores agree."""
+    from sdr import book
+    from sdr.synthetic.csfcube import write_csfcube
+
+    folder = write_csfcube(synthetic_corpus, tmp_path / "csfcube", n_queries=8, pool_size=24, seed=0)
+    encoder = fresh_tiny_encoder()
+    table, results = specter.csfcube_scores({"A": encoder}, folder, official_specter=False, return_results=True)
+    assert specter.csfcube_scores({"A": encoder}, folder, official_specter=False).equals(table)
+    reference = book.untrained_reference("minilm", 2, "cls")
+    row = specter.csfcube_leaderboard_row("A", results["A"], folder, data="replica", base_model="all-MiniLM-L6-v2",
+                                          training="1 epoch, 3 steps × 16 triplets", input_tokens=32, seed=4,
+                                          reference=reference)
+    assert row["metrics"]["map_all"] == pytest.approx(table.loc[("A", "all"), "MAP"])
+    assert row["metrics"] == pytest.approx(specter.csfcube_leaderboard_metrics(table, "A"))
+    assert (row["seed"], row["input_tokens"], row["reference"]) == (4, 32, "all-MiniLM-L6-v2 (2 layers) · cls · abstract query")
+    assert len(row["query_groups"]) == 2 and set(row["per_query"]) == {k for g in row["query_groups"] for k in g}
+    fold_means = [np.mean([row["per_query"][k] for k in group]) for group in row["query_groups"]]
+    assert np.mean(fold_means) == pytest.approx(row["metrics"]["map_all"])
+    without_per_query = {k: v for k, v in results["A"].items() if k != "per_query"}
+    with pytest.raises(ValueError, match="return_per_query"):
+        specter.csfcube_leaderboard_row("A", without_per_query, folder, data="replica", base_model="m", training="t",
+                                        input_tokens=32)
+
+
+def test_leaderboard_seeds_follow_the_chapter_seed():
+    assert specter.leaderboard_seeds(0, 3) == [0, 1, 2] and specter.leaderboard_seeds(7, 1) == [7]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            specter.leaderboard_seeds(0, bad)
+
+
+def _row(method, seed, per_query):
+    groups = [["q1", "q2"], ["q3", "q4"]]
+    score = float(np.mean([np.mean([per_query[k] for k in g]) for g in groups]))
+    from sdr import book
+
+    return book.leaderboard_row(method, "csfcube", {"map_all": score}, data="replica", base_model="m", training="t",
+                                seed=seed, per_query=per_query, query_groups=groups, input_tokens=32)
+
+
+def test_seed_spread_gives_mean_sd_and_the_paired_interval():
+    """Mean ± sample σ of MAP over a method's seeds, and the paired bootstrap difference of its seed-averaged
+    per-query MAP from the untrained encoder's (the Summary's computation, sdr.stats)."""
+    from sdr.stats import paired_bootstrap
+
+    rows = [_row("A", 1, {"q1": 30.0, "q2": 40.0, "q3": 20.0, "q4": 50.0}),
+            _row("A", 0, {"q1": 20.0, "q2": 40.0, "q3": 20.0, "q4": 40.0}),
+            _row("B", 0, {"q1": 10.0, "q2": 10.0, "q3": 10.0, "q4": 10.0})]
+    untrained = {"q1": 10.0, "q2": 20.0, "q3": 10.0, "q4": 30.0}
+    table = specter.seed_spread(rows, untrained, [["q1", "q2"], ["q3", "q4"]])
+    assert table.loc["A", "seeds"] == "0, 1" and table.loc["A", "MAP per seed"] == "30.00, 35.00"
+    assert table.loc["A", "MAP mean"] == pytest.approx(32.5) and table.loc["A", "MAP σ"] == pytest.approx(3.5355339)
+    assert math.isnan(table.loc["B", "MAP σ"]) and table.loc["B", "MAP mean"] == 10.0
+    averaged = {"q1": 25.0, "q2": 40.0, "q3": 20.0, "q4": 45.0}
+    expected = paired_bootstrap(averaged, untrained, [["q1", "q2"], ["q3", "q4"]], seed=0)
+    assert table.loc["A", "Δ vs untrained (this page)"] == pytest.approx(32.5 - 17.5) == expected["difference"]
+    assert (table.loc["A", "95 % low"], table.loc["A", "95 % high"]) == (expected["low"], expected["high"])
+    assert "95 % low" not in specter.seed_spread(rows).columns
+
+
+def test_plan_run_measures_tokens_per_text(fresh_tiny_encoder, synthetic_corpus, tmp_path):
+    """The paper plan's run: the run's triplets, epochs and batch, 3 texts an example, and the mean token count of
+    its papers as the encoder cuts them (never above max_length)."""
+    path, _ = specter.write_training_triplets(synthetic_corpus, tmp_path / "train.jsonl")
+    training = specter.read_training_triplets(path)
+    encoder = fresh_tiny_encoder()
+    run = specter.plan_run("SPECTER", training.triplets, training.papers, encoder, epochs=2, effective_batch=32)
+    ids = sorted({p for t in training.triplets for p in (t.query, t.positive, t.negative)})
+    lengths = [len(encoder.tokenizer(encoder.paper_text(training.papers[p]), truncation=True,
+                                     max_length=encoder.max_length)["input_ids"]) for p in ids]
+    assert run == {"name": "SPECTER", "examples": len(training.triplets), "epochs": 2, "effective_batch": 32,
+                   "texts_per_example": 3, "tokens_per_text": pytest.approx(np.mean(lengths))}
+    assert 1 < run["tokens_per_text"] <= encoder.max_length
+    sampled = specter.plan_run("SPECTER", training.triplets, training.papers, encoder, 2, 32, sample=10)
+    assert 1 < sampled["tokens_per_text"] <= encoder.max_length
+    with pytest.raises(KeyError, match="have no text"):
+        specter.plan_run("x", training.triplets, {}, encoder, 1, 8)
+    with pytest.raises(ValueError, match="no triplets"):
+        specter.plan_run("x", [], training.papers, encoder, 1, 8)

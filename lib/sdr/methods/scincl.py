@@ -4,14 +4,17 @@ The recipe, built from the shared modules:
 
 1. embed the citation graph with PyTorch-BigGraph (:func:`sdr.graph.embed`, A.5 settings);
 2. search the embeddings once with FAISS to ``max(k⁺, k⁻hard)`` neighbours, in the metric of the
-   comparator (``dot`` → inner product, ``cos`` → cosine; :data:`sdr.graph.COMPARATOR_METRIC`);
+   comparator (``dot`` → inner product, ``cos`` → cosine; :data:`sdr.graph.COMPARATOR_METRIC`), in blocks of
+   queries that keep only the bands (:func:`sdr.samplers.knn_bands`; :func:`search_bands` serves several band
+   settings — the main run and the k⁻hard sweep of Fig. 5 — with one search);
 3. positives = the ``c⁺`` neighbours of the band ``(k⁺ − c⁺, k⁺]``, hard negatives = the band
    ``(k⁻hard − c⁻hard, k⁻hard]``, easy negatives = ``c⁻easy`` filtered-random papers (not among the
    ``max(k)`` neighbours) — :func:`sdr.samplers.knn_band_triplets`;
 4. train with SPECTER's triplet loss and settings (:mod:`sdr.methods.specter`).
 
 :data:`PAPER_BANDS` are the paper's best settings (§5–6: k⁺ = 25, k⁻hard = 4000, c⁺ = 5, c⁻hard = 2,
-c⁻easy = 3, filtered random). They were tuned on a FAISS index of ~250 K–680 K papers (A.4); on a corpus
+c⁻easy = 3, filtered random). They were tuned on a FAISS index of the training papers (A.4: 248,007 unique
+papers in the replicated SPECTER data, 680,967 in the w/o-leakage set); on a corpus
 of a few hundred papers, k⁻hard = 4000 does not exist and k⁺ = 25 already reaches outside a planted
 community. :func:`scaled_bands` is the choice this book makes for small corpora (stated on the chapter
 page): keep the c's, put the positive band right after the ``c⁺`` nearest neighbours (k⁺ = 2 c⁺, the
@@ -20,7 +23,8 @@ papers, below the paper's 4000 / 248,007 ≈ 1.6 % only in that our corpora are 
 band must stay clear of the positives).
 
 :func:`band_ranks` recomputes, for every triplet, the neighbour rank of its positive and negative, so
-a chapter can check the band invariants on every example.
+a chapter can check the band invariants on every example (:func:`sdr.samplers.band_check`: a blocked search,
+memory ``block × max(k)`` whatever the number of queries).
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ import numpy as np
 import pandas as pd
 
 from sdr.corpus import CitationGraph
-from sdr.graph import GraphEmbedding, nearest_neighbours
+from sdr.graph import GraphEmbedding
 from sdr.methods.specter import take_queries
-from sdr.samplers import SamplingReport, Triplet, count_collisions, knn_band_triplets
+from sdr.samplers import KnnBands, SamplingReport, Triplet, band_check, count_collisions, knn_band_triplets, knn_bands
 
-__all__ = ["Bands", "PAPER_BANDS", "scaled_bands", "clip_bands", "sample_triplets", "band_ranks", "collision_sweep", "bands_table",
-           "query_papers", "take_queries", "share_of_queries", "TASKS", "with_task_averages", "seed_summary"]
+__all__ = ["Bands", "PAPER_BANDS", "scaled_bands", "clip_bands", "sample_triplets", "search_bands", "band_searches",
+           "band_ranks", "collision_grid", "collision_sweep", "sweep_points", "bands_table", "query_papers",
+           "take_queries", "share_of_queries", "table2_plan", "TASKS", "with_task_averages", "seed_summary"]
 
 
 @dataclass(frozen=True)
@@ -116,48 +121,84 @@ def sample_triplets(
                              query_ids=query_ids, progress=False, verbose=verbose)
 
 
+def search_bands(embedding: GraphEmbedding, settings: Sequence[Bands], query_ids: Iterable[str] | None = None,
+                 seed: int = 0) -> KnnBands:
+    """One blocked neighbour search of the citation embeddings (:func:`sdr.samplers.knn_bands`, in the metric of the
+    comparator) for several band settings; ``.triplets(bands)`` then gives each setting's triplets, the ones
+    :func:`sample_triplets` gives for it with the same queries and seed."""
+    return knn_bands(embedding.vectors, embedding.ids, list(settings), metric=embedding.metric,
+                     query_ids=list(query_ids) if query_ids is not None else None, seed=seed)
+
+
+def band_searches(embedding: GraphEmbedding, requests: Mapping[str, tuple[Sequence[str], Sequence[Bands]]],
+                  seed: int = 0) -> dict[str, KnnBands]:
+    """The searches a chapter needs, one per distinct query list: ``requests`` maps a name to ``(query ids, band
+    settings)``; requests with the same query ids (in the same order) share one :func:`search_bands` over all their
+    settings. Each setting's triplets are the ones a search for it alone gives (the easy negatives of each setting
+    are drawn by their own generator seeded ``seed``, in query order), so sharing changes no triplet."""
+    grouped: dict[tuple[str, ...], list[Bands]] = {}
+    for queries, settings in requests.values():
+        grouped.setdefault(tuple(queries), []).extend(settings)
+    searched = {queries: search_bands(embedding, list(dict.fromkeys(settings)), queries, seed)
+                for queries, settings in grouped.items()}
+    return {name: searched[tuple(queries)] for name, (queries, _) in requests.items()}
+
+
 def band_ranks(triplets: Sequence[Triplet], embedding: GraphEmbedding, bands: Bands) -> pd.DataFrame:
     """Per triplet: the neighbour rank (1 = nearest, self excluded) of its positive and negative among the
     query's ``max(k)`` nearest, 0 when outside them, and whether each lies in its band.
 
     Columns: ``query, positive, negative, kind, positive_rank, negative_rank, positive_in_band,
     negative_in_band`` — an easy negative is "in band" when it is outside the top ``max(k)`` (filtered
-    random) or anywhere (plain random)."""
-    k_max = max(bands.k_pos, bands.k_hard)
-    queries = sorted({t.query for t in triplets})
-    if not queries:
-        return pd.DataFrame(columns=["query", "positive", "negative", "kind", "positive_rank", "negative_rank",
-                                     "positive_in_band", "negative_in_band"])
-    found, _ = nearest_neighbours(embedding.vectors, embedding.ids, k_max, metric=embedding.metric,
-                                  query_ids=queries)
-    rank = {q: {pid: r for r, pid in enumerate(neighbours, 1)} for q, neighbours in zip(queries, found)}
-    rows = []
-    for t in triplets:
-        positive_rank = rank[t.query].get(t.positive, 0)
-        negative_rank = rank[t.query].get(t.negative, 0)
-        if t.kind == "hard":
-            negative_ok = bands.k_hard - bands.c_hard < negative_rank <= bands.k_hard
-        else:
-            negative_ok = negative_rank == 0 or not bands.filtered_random
-        rows.append({"query": t.query, "positive": t.positive, "negative": t.negative, "kind": t.kind,
-                     "positive_rank": positive_rank, "negative_rank": negative_rank,
-                     "positive_in_band": bands.k_pos - bands.c_pos < positive_rank <= bands.k_pos,
-                     "negative_in_band": negative_ok and t.negative != t.query})
-    return pd.DataFrame(rows)
+    random) or anywhere (plain random). Computed by :func:`sdr.samplers.band_check`: queries searched in blocks,
+    so memory is ``block × max(k)``, never ``queries × max(k)`` plus a dictionary per query."""
+    return band_check(triplets, embedding.vectors, embedding.ids, bands, metric=embedding.metric)
+
+
+def collision_grid(bands: Bands, n_nodes: int, k_hard_values: Sequence[int] = ()) -> list[int]:
+    """The k⁻hard values of the collision sweep (Fig. 5): ``k_hard_values``, or by default from just past the
+    positive band to twice the main k⁻hard; each clipped to the graph (``n_nodes − 1``), sorted, without repeats."""
+    grid = k_hard_values or [bands.k_pos + bands.c_hard + 1, bands.k_pos + 5, 2 * bands.k_pos, 3 * bands.k_pos,
+                             bands.k_hard, 2 * bands.k_hard]
+    return sorted({min(int(k), n_nodes - 1) for k in grid})
 
 
 def collision_sweep(embedding: GraphEmbedding, bands: Bands, k_hard_values: Sequence[int],
-                    query_ids: Iterable[str] | None = None, seed: int = 0) -> pd.DataFrame:
+                    query_ids: Iterable[str] | None = None, seed: int = 0,
+                    searched: KnnBands | None = None) -> pd.DataFrame:
     """SciNCL A.8 / Fig. 5: collisions (a pair sampled as positive and as negative) against k⁻hard,
-    everything else fixed. Only sampling, no training, so it is cheap at any profile."""
-    query_ids = list(query_ids) if query_ids is not None else None
+    everything else fixed. Only sampling, no training, so it is cheap at any profile: one blocked search serves
+    every k⁻hard (``searched``: a search of ``query_ids`` with ``seed`` that holds these settings, e.g. from
+    :func:`band_searches`; else one is made here)."""
+    settings = [replace(bands, k_hard=int(k_hard)) for k_hard in k_hard_values]
+    if searched is None:
+        searched = search_bands(embedding, settings, query_ids, seed)
     rows = []
-    for k_hard in k_hard_values:
-        varied = replace(bands, k_hard=int(k_hard))
-        triplets, report = sample_triplets(embedding, varied, query_ids=query_ids, seed=seed)
-        rows.append({"k_hard": int(k_hard), "margin (ranks)": varied.margin, "triplets": len(triplets),
+    for varied in settings:
+        triplets, _ = searched.triplets(varied)
+        rows.append({"k_hard": varied.k_hard, "margin (ranks)": varied.margin, "triplets": len(triplets),
                      "collisions": count_collisions(triplets)})
     return pd.DataFrame(rows)
+
+
+def sweep_points(bands: Bands, n_nodes: int, sweeps: Sequence[str], k_pos_values: Sequence[int] = (),
+                 k_hard_values: Sequence[int] = ()) -> dict[tuple[str, int], Bands]:
+    """The points of Figs. 2-3: ``(sweep, k) → bands`` for each sweep named in ``sweeps`` (``"k_pos"``: k⁺ over
+    ``k_pos_values``, c⁺ kept unless larger than k⁺; ``"k_hard"``: k⁻hard over ``k_hard_values``), everything else
+    as in ``bands``, each clipped to the graph (:func:`clip_bands`) and keyed by the k actually sampled, so two grid
+    points beyond the graph are one point."""
+    grids = {"k_pos": (k_pos_values, lambda v: replace(bands, k_pos=int(v), c_pos=min(bands.c_pos, int(v)))),
+             "k_hard": (k_hard_values, lambda v: replace(bands, k_hard=int(v)))}
+    unknown = sorted(set(sweeps) - set(grids))
+    if unknown:
+        raise ValueError(f"sweep_points: unknown sweeps {unknown}; known: {sorted(grids)}")
+    points: dict[tuple[str, int], Bands] = {}
+    for sweep in sweeps:
+        values, vary = grids[sweep]
+        for value in values:
+            varied = clip_bands(vary(value), n_nodes)
+            points.setdefault((sweep, varied.k_pos if sweep == "k_pos" else varied.k_hard), varied)
+    return points
 
 
 def bands_table(bands_by_name: dict[str, Bands]) -> pd.DataFrame:
@@ -189,6 +230,32 @@ def share_of_queries(query_ids: Sequence[str], fraction: float, seed: int) -> li
         raise ValueError(f"share_of_queries: fraction must be in (0, 1], got {fraction}")
     count = max(1, int(round(fraction * len(query_ids))))
     return take_queries(query_ids, count if count < len(query_ids) else 0, seed)
+
+
+TABLE2_ABLATIONS = ("k_hard", "easy_random", "data_fraction", "bitfit", "leakage")
+
+
+def table2_plan(ablations: Sequence[str], k_hard_shares: Sequence[float], data_fractions: Sequence[float],
+                query_ids: Sequence[str], seed: int) -> list[tuple[str, int]]:
+    """The Table 2 rows a chapter will train, as ``(row, query papers)``, for the paper plan: one per k⁻hard share,
+    the plain-random easy negatives, one per data fraction (its share of ``query_ids``, :func:`share_of_queries`),
+    BitFit and the leakage graph, in that order, for the ablations named."""
+    unknown = sorted(set(ablations) - set(TABLE2_ABLATIONS))
+    if unknown:
+        raise ValueError(f"table2_plan: unknown ablations {unknown}; known: {list(TABLE2_ABLATIONS)}")
+    rows = []
+    if "k_hard" in ablations:
+        rows += [(f"k_hard share {share:g}", len(query_ids)) for share in k_hard_shares]
+    if "easy_random" in ablations:
+        rows.append(("easy negatives plain random", len(query_ids)))
+    if "data_fraction" in ablations:
+        rows += [(f"{fraction:.0%} of the training set", len(share_of_queries(query_ids, fraction, seed)))
+                 for fraction in data_fractions]
+    if "bitfit" in ablations:
+        rows.append(("BitFit", len(query_ids)))
+    if "leakage" in ablations:
+        rows.append(("graph with the evaluation papers", len(query_ids)))
+    return rows
 
 
 # ----------------------------------------------------------------------------------------- task averages

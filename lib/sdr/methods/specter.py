@@ -20,7 +20,11 @@ in the official layout, real CSFCube next to the official SPECTER rankings, the 
 * :func:`csfcube_scores` — rank CSFCube's judged pools (test split, every facet) by L2 distance of the
   encoder's embeddings, beside the official SPECTER rankings; MAP, NDCG%20 and CoSaEmb Table 4's
   RP / P@20 / R@20 (× 100).
-* :func:`csfcube_leaderboard_metrics` — one system of that table as ``book.leaderboard_row`` metrics.
+* :func:`csfcube_leaderboard_metrics` — one system of that table as ``book.leaderboard_row`` metrics;
+  :func:`csfcube_leaderboard_row` — a trained system's leaderboard row with its per-query MAP, seed, input length
+  and the untrained encoder it is compared with; :func:`leaderboard_seeds` and :func:`seed_spread` — the seeds a
+  leaderboard model trains with and the page's mean ± σ over them.
+* :func:`plan_run` — one training run as ``ChapterData.plan`` reads it (its tokens per text measured on a sample).
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from sdr.train import TrainConfig, TrainResult, TripletObjective, evaluate_loss,
 __all__ = ["PAPER_TRAINING", "SCHEDULE_NOTE", "TRIPLETS_PER_QUERY", "HARD_PER_QUERY", "CSFCUBE_COLUMNS",
            "PROXIMITY_METRICS", "RELEASED_CHECKPOINTS", "PUBLISHED_TOLERANCE", "TrainingTriplets", "take_queries", "write_training_triplets", "read_training_triplets",
            "triplet_statistics", "train_on_triplets", "scidocs_scores", "proximity_mean", "scidocs_leakage",
-           "published_difference", "csfcube_scores", "csfcube_leaderboard_metrics", "training_budget"]
+           "published_difference", "csfcube_scores", "csfcube_leaderboard_metrics", "csfcube_leaderboard_row",
+           "leaderboard_seeds", "seed_spread", "training_budget", "plan_run"]
 
 #: SPECTER's (and SciNCL's) fine-tuning: AdamW, lr 2e-5, 2 epochs, 8 × 4 = 32 triplets a step, clipping at 1,
 #: weight decay 0.01, and the slanted-triangular schedule of SPECTER's AllenNLP config (10 % of the steps rising).
@@ -188,6 +193,25 @@ def training_budget(epochs: int, steps: int, effective_batch: int) -> str:
     return f"{epochs} epoch{'s' if epochs != 1 else ''}, {steps:,} steps × {effective_batch} triplets"
 
 
+def plan_run(name: str, triplets: Sequence[Triplet], papers: Mapping[str, Paper], encoder: Encoder, epochs: int,
+             effective_batch: int, sample: int = 1000, seed: int = 0) -> dict:
+    """One training run as :meth:`sdr.datasets.ChapterData.plan` reads it: the triplets, epochs and effective batch
+    of the run, 3 texts an example, and the mean tokens of a text as ``encoder`` cuts it (measured on a seeded
+    sample of at most ``sample`` of the run's papers, not assumed)."""
+    if not triplets:
+        raise ValueError(f"plan_run {name!r}: no triplets")
+    ids = sorted({pid for t in triplets for pid in (t.query, t.positive, t.negative)})
+    if len(ids) > sample:
+        ids = sorted(np.random.default_rng(seed).choice(ids, size=sample, replace=False).tolist())
+    missing = [pid for pid in ids if pid not in papers]
+    if missing:
+        raise KeyError(f"plan_run {name!r}: {len(missing)} papers of the triplets have no text, e.g. {missing[:3]}")
+    lengths = [len(encoder.tokenizer(encoder.paper_text(papers[pid]), truncation=True,
+                                     max_length=encoder.max_length)["input_ids"]) for pid in ids]
+    return dict(name=name, examples=len(triplets), epochs=epochs, effective_batch=effective_batch,
+                texts_per_example=3, tokens_per_text=float(np.mean(lengths)))
+
+
 # ----------------------------------------------------------------------------------------- SciDocs
 def scidocs_scores(encoder: Encoder, papers: Mapping[str, Paper], scidocs_dir: str | Path,
                    recommendations: bool = False, split: str = "test", batch_size: int = 32) -> dict:
@@ -251,12 +275,16 @@ def published_difference(row: Mapping[str, float], paper_table: pd.DataFrame, pa
 
 # ----------------------------------------------------------------------------------------- CSFCube
 def csfcube_scores(encoders: Mapping[str, Encoder | Callable[[], Encoder]], csfcube_dir: str | Path,
-                   official_specter: bool = True, batch_size: int = 32) -> pd.DataFrame:
+                   official_specter: bool = True, batch_size: int = 32, return_results: bool = False):
     """CSFCube test split, every facet and ``all``: one row per (system, facet), :data:`CSFCUBE_COLUMNS`
     × 100. Papers are ``title [SEP] abstract`` embedded by each encoder and pools ranked by L2 distance
     (the official SPECTER protocol); ``official_specter`` adds the rankings shipped with CSFCube
     (``eval_scripts/sample_ranked_pools``, name ``specter``), which the harness scores to the
-    published MAP 34.23 / NDCG%20 53.28."""
+    published MAP 34.23 / NDCG%20 53.28.
+
+    ``return_results=True`` returns ``(table, results)``: ``results[system]`` is the evaluator's output with its
+    per-query scores (``csfcube.evaluate(..., return_per_query=True)``), what :func:`csfcube_leaderboard_row`
+    reads."""
     csfcube_dir = Path(csfcube_dir)
     papers = csfcube.read_csfcube_papers(csfcube_dir)
     ids = sorted(papers)
@@ -267,9 +295,10 @@ def csfcube_scores(encoders: Mapping[str, Encoder | Callable[[], Encoder]], csfc
     for name, encoder in encoders.items():
         encoder = encoder() if callable(encoder) and not isinstance(encoder, Encoder) else encoder
         vectors = encoder.encode_papers([papers[pid] for pid in ids], batch_size=batch_size, progress=False)
-        results[name] = csfcube.evaluate(csfcube_dir, embeddings=dict(zip(ids, vectors)))
-    table = csfcube.results_table(results, "test")[list(CSFCUBE_COLUMNS)].rename(columns=CSFCUBE_COLUMNS)
-    return 100 * table
+        results[name] = csfcube.evaluate(csfcube_dir, embeddings=dict(zip(ids, vectors)),
+                                         return_per_query=return_results)
+    table = 100 * csfcube.results_table(results, "test")[list(CSFCUBE_COLUMNS)].rename(columns=CSFCUBE_COLUMNS)
+    return (table, results) if return_results else table
 
 
 def csfcube_leaderboard_metrics(table: pd.DataFrame, system: str) -> dict:
@@ -277,3 +306,54 @@ def csfcube_leaderboard_metrics(table: pd.DataFrame, system: str) -> dict:
     (``map_<facet>`` and ``ndcg%20_<facet>`` for every facet and ``all``, × 100, as the table holds them)."""
     return {f"{metric}_{facet}": float(table.loc[(system, facet), CSFCUBE_COLUMNS[metric]])
             for facet in book.CSFCUBE_FACETS for metric in ("map", "ndcg%20")}
+
+
+def csfcube_leaderboard_row(method: str, result: Mapping, csfcube_dir: str | Path, *, data: str, base_model: str,
+                            training: str, input_tokens: int, seed: int | None = None, reference: str | None = None,
+                            paper_model: str | None = None) -> dict:
+    """A CSFCube leaderboard row (``book.leaderboard_row``) from one system's evaluator output (``result``, with
+    per-query scores: :func:`csfcube_scores` with ``return_results=True``): its metrics, its per-query MAP and the
+    two test folds as groups (``book.csfcube_per_query``), the tokens its encoder read, its training seed and the
+    method it is compared with (``book.untrained_reference``: the Benchmarks chapter's untrained encoder)."""
+    per_query, groups = book.csfcube_per_query(result, csfcube_dir)
+    return book.leaderboard_row(method, "csfcube", book.csfcube_metrics(result), data=data, base_model=base_model,
+                                training=training, paper_model=paper_model, input_tokens=input_tokens, seed=seed,
+                                per_query=per_query, query_groups=groups, reference=reference)
+
+
+def leaderboard_seeds(seed: int, count: int) -> list[int]:
+    """The training seeds of a leaderboard model: ``seed, seed + 1, …`` (``count`` of them, at least one)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"leaderboard_seeds: count must be a positive integer, got {count!r}")
+    return [seed + i for i in range(count)]
+
+
+def seed_spread(rows: Sequence[Mapping], untrained: Mapping | None = None, groups: Sequence[Sequence[str]] | None = None,
+                seed: int = 0) -> pd.DataFrame:
+    """The page's view of a chapter's CSFCube leaderboard rows (:func:`csfcube_leaderboard_row`): one line per
+    method with its MAP (all facets, × 100) per seed, their mean and sample σ (:func:`sdr.stats.mean_sd`).
+
+    With ``untrained`` (per-query MAP × 100 of the untrained encoder scored on the same page at the same input
+    length; ``groups``: CSFCube's two test folds), the mean of the method's per-query scores over its seeds minus
+    the untrained encoder's, and its paired bootstrap 95 % interval over queries (:func:`sdr.stats.paired_bootstrap`),
+    as the Summary computes it against the Benchmarks chapter's row."""
+    from sdr.stats import mean_sd, paired_bootstrap
+
+    by_method: dict[str, list[Mapping]] = {}
+    for row in rows:
+        by_method.setdefault(row["method"], []).append(row)
+    lines = []
+    for method, group in by_method.items():
+        group = sorted(group, key=lambda row: row.get("seed") or 0)
+        mean, sd, count = mean_sd([row["metrics"]["map_all"] for row in group])
+        line = {"method": method, "seeds": ", ".join(str(row.get("seed")) for row in group),
+                "MAP per seed": ", ".join(f"{row['metrics']['map_all']:.2f}" for row in group),
+                "MAP mean": mean, "MAP σ": sd if count > 1 else math.nan}
+        if untrained is not None:
+            keys = list(group[0]["per_query"])
+            averaged = {k: float(np.mean([row["per_query"][k] for row in group])) for k in keys}
+            interval = paired_bootstrap(averaged, untrained, groups or group[0].get("query_groups"), seed=seed)
+            line.update({"Δ vs untrained (this page)": interval["difference"], "95 % low": interval["low"],
+                         "95 % high": interval["high"]})
+        lines.append(line)
+    return pd.DataFrame(lines).set_index("method")
