@@ -383,11 +383,22 @@ def test_l2_and_hybrid_report_how_many_hard_negatives_were_filled_with_easy_ones
     # global negatives: the 4 references of references, and 1 easy one each (§5.1's exclusions)
     assert all(e.n_global_hard == 4 and set(e.global_negatives[:4]) == SECOND_HOP for e in hybrid)
     assert all(len(e.global_negatives) == 5 and e.global_negatives[4] in EASY for e in hybrid)
-    assert "global negatives: 12 references of references, 3 easy ones filling a shortfall." in hybrid_report.warnings
+    # 3 instances: 4 + 4 + 4 references of references, one easy global negative each; the local negatives are the
+    # L1 hard pools (method {B, C}, background {A, C}, result {A, B, D}) of 5 wanted: 3 + 3 + 2 short, not filled
+    assert (hybrid_report.global_hard_negatives, hybrid_report.global_easy_negatives) == (12, 3)
+    assert (hybrid_report.hard_negatives, hybrid_report.easy_negatives, hybrid_report.hard_short) == (7, 0, 0)
+    assert (hybrid_report.hard_unfilled, hybrid_report.hard_unfilled_instances) == (8, 3)
+    assert "global negatives: 12 references of references, 3 easy ones filling a shortfall." in str(hybrid_report)
     assert sa.violations(graph, hybrid, anchors={"F"}) == []
-    # SciAspect's L1 pools hold fewer than 10 hard negatives: counted, not filled
+    # SciAspect's L1 pools hold fewer than 10 hard negatives: 2 + 2 + 3 = 7 found, 8 + 8 + 7 = 23 short, counted, not filled
     _, l1_report = sa.sciaspect_examples(graph, **kwargs)
-    assert "3 instances have fewer than 10 hard negatives (not filled)." in l1_report.warnings
+    assert (l1_report.hard_negatives, l1_report.easy_negatives, l1_report.hard_short) == (7, 9, 0)
+    assert (l1_report.hard_unfilled, l1_report.hard_unfilled_instances) == (23, 3)
+    assert (l1_report.global_hard_negatives, l1_report.global_easy_negatives) == (0, 0)
+    assert l1_report.instances_per_aspect == {"method": 1, "background": 1, "result": 1}
+    assert "23 hard negatives short in 3 instances, not filled" in str(l1_report)
+    # the L2 configuration above filled every shortfall: nothing left unfilled
+    assert (report.hard_unfilled, report.global_hard_negatives) == (0, 0)
 
 
 def test_the_probe_is_held_out():
