@@ -383,11 +383,22 @@ def test_l2_and_hybrid_report_how_many_hard_negatives_were_filled_with_easy_ones
     # global negatives: the 4 references of references, and 1 easy one each (§5.1's exclusions)
     assert all(e.n_global_hard == 4 and set(e.global_negatives[:4]) == SECOND_HOP for e in hybrid)
     assert all(len(e.global_negatives) == 5 and e.global_negatives[4] in EASY for e in hybrid)
-    assert "global negatives: 12 references of references, 3 easy ones filling a shortfall." in hybrid_report.warnings
+    # 3 instances: 4 + 4 + 4 references of references, one easy global negative each; the local negatives are the
+    # L1 hard pools (method {B, C}, background {A, C}, result {A, B, D}) of 5 wanted: 3 + 3 + 2 short, not filled
+    assert (hybrid_report.global_hard_negatives, hybrid_report.global_easy_negatives) == (12, 3)
+    assert (hybrid_report.hard_negatives, hybrid_report.easy_negatives, hybrid_report.hard_short) == (7, 0, 0)
+    assert (hybrid_report.hard_unfilled, hybrid_report.hard_unfilled_instances) == (8, 3)
+    assert "global negatives: 12 references of references, 3 easy ones filling a shortfall." in str(hybrid_report)
     assert sa.violations(graph, hybrid, anchors={"F"}) == []
-    # SciAspect's L1 pools hold fewer than 10 hard negatives: counted, not filled
+    # SciAspect's L1 pools hold fewer than 10 hard negatives: 2 + 2 + 3 = 7 found, 8 + 8 + 7 = 23 short, counted, not filled
     _, l1_report = sa.sciaspect_examples(graph, **kwargs)
-    assert "3 instances have fewer than 10 hard negatives (not filled)." in l1_report.warnings
+    assert (l1_report.hard_negatives, l1_report.easy_negatives, l1_report.hard_short) == (7, 9, 0)
+    assert (l1_report.hard_unfilled, l1_report.hard_unfilled_instances) == (23, 3)
+    assert (l1_report.global_hard_negatives, l1_report.global_easy_negatives) == (0, 0)
+    assert l1_report.instances_per_aspect == {"method": 1, "background": 1, "result": 1}
+    assert "23 hard negatives short in 3 instances, not filled" in str(l1_report)
+    # the L2 configuration above filled every shortfall: nothing left unfilled
+    assert (report.hard_unfilled, report.global_hard_negatives) == (0, 0)
 
 
 def test_the_probe_is_held_out():
@@ -512,3 +523,54 @@ def test_table_6_6_alpha_0_7_is_table_6_5_base_row():
     alpha = table[(table["table"] == "Table 6.6") & (table["model"] == "alpha = 0.7 (base)")][metrics].iloc[0]
     base = table[(table["table"] == "Table 6.5") & (table["model"] == "base model")][metrics].iloc[0]
     assert alpha.to_dict() == base.to_dict() and alpha["coread_ndcg"] == 92.32
+
+
+def _thesis_settings() -> dict[str, list[float]]:
+    """``data/paper_tables/sciaspect_settings.csv``: each row's printed numbers, keyed by its ``model`` text."""
+    import pandas as pd
+
+    from sdr.book import paths
+
+    table = pd.read_csv(paths.ROOT / "data" / "paper_tables" / "sciaspect_settings.csv", comment="#")
+    columns = [c for c in table.columns if c.startswith("value_")]
+    return {row["model"]: [float(v) for v in row[columns] if v == v] for _, row in table.iterrows()}
+
+
+def _setting(settings: dict[str, list[float]], start: str) -> list[float]:
+    matches = [values for model, values in settings.items() if model.startswith(start)]
+    assert len(matches) == 1, f"sciaspect_settings.csv: {len(matches)} rows start with {start!r}"
+    return matches[0]
+
+
+def test_the_code_and_the_paper_profile_use_the_thesis_settings():
+    """The constants, samplers' counts and training setup of sdr.methods.sciaspect, and the paper profile's values,
+    are the numbers the thesis prints (data/paper_tables/sciaspect_settings.csv, each row text-checked)."""
+    import inspect
+
+    from sdr import book
+
+    settings = _thesis_settings()
+    assert [sa.TEMPERATURE] == _setting(settings, "temperature τ of SPECTERCL")
+    assert list(sa.TEMPERATURES) == _setting(settings, "temperatures of Experiment 2.2")
+    assert list(sa.ALPHAS) == _setting(settings, "α of SciAspectHybrid") and sa.HYBRID_ALPHA in sa.ALPHAS
+    # the chosen α is Table 6.6's base row (its label in the transcribed SciDocs ablations)
+    assert f"alpha = {sa.HYBRID_ALPHA:g} (base)" in set(book.read_paper_table("thesis_scidocs_ablations")["model"])
+    positives, hard, easy = _setting(settings, "a SciAspect instance")
+    assert sa.SCIASPECT_VARIANTS["m positives, n negatives"]["n_positives"] == positives == sa.POSITIVES_PER_QUERY
+    defaults = inspect.signature(sa.aspect_examples).parameters
+    assert (defaults["n_hard"].default, defaults["n_easy"].default) == (hard, easy)
+    hybrid = inspect.signature(sa.sciaspect_hybrid_examples).parameters
+    assert [1, hybrid["n_local"].default + hybrid["n_global"].default, hybrid["n_local"].default,
+            hybrid["n_global"].default] == _setting(settings, "SciAspectHybrid: positives, negatives")
+    mantissa, exponent, warmup, epochs = _setting(settings, "learning rate")
+    batch = _setting(settings, "effective batch")[1]  # Experiments 2-5
+    config = sa.paper_train_config()
+    assert (config.learning_rate, config.warmup_steps, config.epochs, config.schedule) == \
+        (pytest.approx(mantissa * 10 ** exponent), warmup, epochs, "cosine")
+    assert config.batch_size * config.accumulation_steps == batch
+    paper = book.chapter_parameters("sciaspect", "paper")
+    assert (paper["learning_rate"], paper["warmup_steps"], paper["epochs"]) == \
+        (pytest.approx(mantissa * 10 ** exponent), warmup, epochs)
+    assert paper["batch_size"] * paper["accumulation_steps"] == batch
+    assert paper.get("temperatures", list(sa.TEMPERATURES)) == list(sa.TEMPERATURES)
+    assert paper.get("alphas", list(sa.ALPHAS)) == list(sa.ALPHAS)

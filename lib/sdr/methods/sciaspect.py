@@ -49,7 +49,7 @@ __all__ = [
     "ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "remove_evaluation_papers",
     "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "table_6_11_rows",
     "specter_cl_examples", "AspectExample", "AspectPools", "aspect_neighbours", "aspect_pools",
-    "aspect_examples", "sciaspect_examples", "sciaspect_hybrid_examples", "sciaspect_l2_examples",
+    "AspectSamplingReport", "aspect_examples", "sciaspect_examples", "sciaspect_hybrid_examples", "sciaspect_l2_examples",
     "AspectContrastiveObjective", "PROBE_SIZE", "Run", "split_probe", "train_runs", "embedding_variants",
     "violations", "SCIDOCS_WITHOUT_RECOMM", "SCIDOCS_PROXIMITY", "average_without_recomm",
 ]
@@ -405,14 +405,43 @@ class AspectExample:
 
 
 @dataclass
+class AspectSamplingReport(SamplingReport):
+    """:class:`sdr.samplers.SamplingReport` of the SciAspect family, with what its instances hold beyond it.
+
+    ``hard_negatives``/``easy_negatives`` count the aspect-space (local) negatives; ``hard_short`` the hard ones
+    missing and filled with easy ones (SciAspectL2's exact counts), ``hard_unfilled`` those missing and left out
+    (§5.3's "at most 10"), in ``hard_unfilled_instances`` instances; ``global_hard_negatives`` and
+    ``global_easy_negatives`` the hybrid's global negatives (references of references, and easy ones filling a
+    shortfall); ``instances_per_aspect`` the instances of each aspect, and why an aspect of a kept anchor made none.
+    """
+
+    hard_unfilled: int = 0
+    hard_unfilled_instances: int = 0
+    global_hard_negatives: int = 0
+    global_easy_negatives: int = 0
+    instances_per_aspect: Counter = field(default_factory=Counter)
+
+    def __str__(self) -> str:
+        lines = [super().__str__(),
+                 "instances per aspect: " + ", ".join(f"{k}: {v}" for k, v in sorted(self.instances_per_aspect.items()))]
+        if self.hard_unfilled:
+            lines.append(f"{self.hard_unfilled} hard negatives short in {self.hard_unfilled_instances} instances, "
+                         f"not filled (at most n_hard).")
+        if self.global_hard_negatives or self.global_easy_negatives:
+            lines.append(f"global negatives: {self.global_hard_negatives} references of references, "
+                         f"{self.global_easy_negatives} easy ones filling a shortfall.")
+        return " ".join(lines)
+
+
+@dataclass
 class AspectPools:
     """Candidate pools of one anchor, per aspect (sorted lists)."""
 
     positives: dict[str, list[str]]
     hard: dict[str, list[str]]
-    global_hard: list[str]  # references of references (SPECTERCL's hard pool), for the hybrid's global loss
+    global_hard: list[str] | None  # references of references (SPECTERCL's hard pool), for the hybrid's global loss
     linked: set[str]  # what an easy negative avoids at this level (§5.3: the anchor and its direct links; §5.5: also L2)
-    global_linked: set[str]  # what an easy global negative avoids (§5.1: the anchor, direct links and L2 papers)
+    global_linked: set[str] | None  # what an easy global negative avoids (§5.1: the anchor, direct links and L2 papers)
     self_citations: list[str]
 
 
@@ -450,6 +479,7 @@ def aspect_pools(
     anchors: Iterable[str] = (),
     authors: Mapping[str, frozenset[str]] | None = None,
     level: str = "l1",
+    with_global: bool = True,
 ) -> AspectPools:
     """The thesis' candidate pools of one anchor (§5.3 for ``level="l1"``, §5.5 for ``"l2"``).
 
@@ -470,10 +500,15 @@ def aspect_pools(
       reference-of-references");
     * ``global_linked``: the §5.1 rule for SPECTERCL-style negatives (the query, direct links and references of
       references), used by SciAspectHybrid's global negatives.
+
+    ``anchors`` is best a set (a sampler passes the same one for every anchor; any other iterable is copied once
+    per call). ``with_global=False`` leaves ``global_hard`` and ``global_linked`` None at L1, where nothing else
+    needs the references of references (they are the largest part of an anchor's local graph).
     """
     if level not in ("l1", "l2"):
         raise ValueError(f"aspect_pools: level must be 'l1' or 'l2', got {level!r}")
-    anchors = set(anchors)
+    if not isinstance(anchors, (set, frozenset)):
+        anchors = set(anchors)
     neighbours = aspect_neighbours(graph, query)
     self_citations = {query} & set(neighbours)
     neighbours.pop(query, None)
@@ -482,8 +517,7 @@ def aspect_pools(
     spaces = (*INTENTS, MISCELLANEOUS)
     positives = {a: sorted(p for p, linked_in in neighbours.items() if a in linked_in and p not in self_citations)
                  for a in spaces}
-    second_hop = _second_hop_aspects(graph, query)
-    global_hard = sorted(set(second_hop) - set(neighbours) - self_citations - {query})
+    second_hop = _second_hop_aspects(graph, query) if with_global or level == "l2" else None
     hard: dict[str, list[str]] = {MISCELLANEOUS: []}
     for aspect in INTENTS:
         others = set(INTENTS) - {aspect}
@@ -494,8 +528,11 @@ def aspect_pools(
             pool = {p for p, reached in second_hop.items() if reached & others and aspect not in reached}
             pool -= set(neighbours)
         hard[aspect] = sorted(pool - anchors - self_citations - {query})
-    direct = {query} | set(neighbours)
-    global_linked = direct | set(second_hop)
+    direct = {query} | neighbours.keys()
+    global_hard = global_linked = None
+    if second_hop is not None:
+        global_hard = sorted(second_hop.keys() - direct - self_citations)
+        global_linked = direct | second_hop.keys()
     linked = direct if level == "l1" else global_linked
     return AspectPools(positives, hard, global_hard, linked, global_linked, sorted(self_citations))
 
@@ -524,7 +561,7 @@ def aspect_examples(
     seed: int = 0,
     progress: bool = True,
     verbose: bool = True,
-) -> tuple[list[AspectExample], SamplingReport]:
+) -> tuple[list[AspectExample], AspectSamplingReport]:
     """SciAspect-family instances: one per anchor and aspect (see :func:`aspect_pools` for the pools).
 
     * an anchor is kept only with ≥ 1 positive candidate in each of background, method and result
@@ -534,10 +571,10 @@ def aspect_examples(
     * ``n_hard`` hard negatives at most (10 for SciAspect), then ``n_easy`` easy ones (random corpus
       papers not in the level's ``linked`` set, see :func:`aspect_pools`); with ``fill_hard_with_easy`` a
       shortfall of hard negatives is made up with easy ones and counted in ``hard_short`` (the L2
-      configurations name exact counts); without it the shortfall is only counted (a warning line: §5.3's
+      configurations name exact counts); without it the shortfall is only counted (``hard_unfilled``: §5.3's
       10 is "at most");
     * ``n_global`` > 0 adds SPECTERCL's negatives (references-of-references, filled with easy ones under the
-      §5.1 rule and counted in a warning line) for SciAspectHybrid's global loss;
+      §5.1 rule; ``global_hard_negatives``, ``global_easy_negatives``) for SciAspectHybrid's global loss;
     * ``exclude_anchors``: hard-negative candidates exclude every anchor of this run ("excluding all anchor
       papers", §5.3), i.e. every id in ``query_ids`` (all graph nodes when ``query_ids`` is None).
 
@@ -558,18 +595,17 @@ def aspect_examples(
     authors = _authors(papers)
     nodes = graph.nodes
     queries = sorted(nodes) if query_ids is None else [str(q) for q in query_ids]
-    # one set for every query (the pools drop the query itself anyway): 132k anchors at paper
-    anchors = set(queries) if exclude_anchors else set()
+    # one frozen set for every query, never copied per query (the pools drop the query itself): 132k anchors at paper
+    anchors = frozenset(queries) if exclude_anchors else frozenset()
     aspects = (*ASPECT_SPACES, MISCELLANEOUS) if include_miscellaneous else ASPECT_SPACES
-    report = SamplingReport(method=method, queries_total=len(queries))
-    per_aspect: Counter = Counter()
-    unfilled_short = global_hard_count = global_easy_count = 0
+    report = AspectSamplingReport(method=method, queries_total=len(queries))
+    per_aspect = report.instances_per_aspect
     examples: list[AspectExample] = []
     for query in tqdm(queries, desc=method, disable=not progress):
         if query not in nodes:
             report.skipped["not in graph"] += 1
             continue
-        pools = aspect_pools(graph, query, anchors=anchors, authors=authors, level=level)
+        pools = aspect_pools(graph, query, anchors=anchors, authors=authors, level=level, with_global=n_global > 0)
         report.self_citations_excluded += len(pools.self_citations)
         if any(not pools.positives[a] for a in ASPECT_SPACES):
             report.skipped["no positive in every aspect"] += 1
@@ -590,7 +626,8 @@ def aspect_examples(
                 report.hard_short += missing_hard
                 short_hard = True
             elif missing_hard:
-                unfilled_short += 1
+                report.hard_unfilled += missing_hard
+                report.hard_unfilled_instances += 1
             if not hard and not easy:
                 per_aspect[f"{aspect}: no negative"] += 1
                 continue
@@ -598,8 +635,8 @@ def aspect_examples(
             if n_global:
                 global_negatives = _draw_distinct(pools.global_hard, n_global, rng)
                 global_easy = pool.sample(n_global - len(global_negatives), pools.global_linked, rng)
-                global_hard_count += len(global_negatives)
-                global_easy_count += len(global_easy)
+                report.global_hard_negatives += len(global_negatives)
+                report.global_easy_negatives += len(global_easy)
                 examples.append(AspectExample(aspect, query, positives, hard + easy, len(hard),
                                               global_negatives + global_easy, len(global_negatives)))
             else:
@@ -617,19 +654,13 @@ def aspect_examples(
     report.collisions = sum(
         count_collisions([ContrastiveExample(e.query, e.positives, e.negatives) for e in examples if e.aspect == a])
         for a in aspects)
-    report.warnings.append("instances per aspect: " + ", ".join(f"{k}: {v}" for k, v in sorted(per_aspect.items())))
-    if unfilled_short:
-        report.warnings.append(f"{unfilled_short} instances have fewer than {n_hard} hard negatives (not filled).")
-    if n_global:
-        report.warnings.append(f"global negatives: {global_hard_count} references of references, "
-                               f"{global_easy_count} easy ones filling a shortfall.")
     if verbose:
         print(report)
     return examples, report
 
 
 def sciaspect_examples(graph: CitationGraph, variant: str = "1 positive, n negatives (w/o misc aspect)",
-                       **kwargs) -> tuple[list[AspectExample], SamplingReport]:
+                       **kwargs) -> tuple[list[AspectExample], AspectSamplingReport]:
     """SciAspect (L1 negatives) instances of one Table 6.4 variant (:data:`SCIASPECT_VARIANTS`)."""
     if variant not in SCIASPECT_VARIANTS:
         raise ValueError(f"unknown SciAspect variant {variant!r}; expected one of {list(SCIASPECT_VARIANTS)}")
@@ -639,7 +670,7 @@ def sciaspect_examples(graph: CitationGraph, variant: str = "1 positive, n negat
 
 
 def sciaspect_hybrid_examples(graph: CitationGraph, n_local: int = 5, n_global: int = 5,
-                              **kwargs) -> tuple[list[AspectExample], SamplingReport]:
+                              **kwargs) -> tuple[list[AspectExample], AspectSamplingReport]:
     """SciAspectHybrid instances (Table 5.1: "1, 10 (5 local, 5 global)"): one aspect positive, up to
     ``n_local`` papers linked in another aspect (local negatives) and ``n_global`` references-of-references
     (global negatives, filled with easy ones when short).
@@ -654,7 +685,7 @@ def sciaspect_hybrid_examples(graph: CitationGraph, n_local: int = 5, n_global: 
 
 
 def sciaspect_l2_examples(graph: CitationGraph, config: str = "SciAspect L2 negatives (3 hard negatives, 3 easy negatives)",
-                          **kwargs) -> tuple[list[AspectExample], SamplingReport]:
+                          **kwargs) -> tuple[list[AspectExample], AspectSamplingReport]:
     """SciAspectL2 instances of one Table 6.7 configuration (:data:`L2_CONFIGS`); a shortfall of L2 hard
     negatives is filled with easy ones (counted in the report)."""
     if config not in L2_CONFIGS:
@@ -883,11 +914,13 @@ def violations(graph: CitationGraph, examples: Sequence[AspectExample], anchors:
     (§5.5); a global negative (hybrid) is a reference-of-reference that is not a direct link, or an easy one
     that is neither (§5.1).
     """
-    anchors = set(anchors)
+    anchors = anchors if isinstance(anchors, (set, frozenset)) else set(anchors)
     problems = []
+    local: dict[str, tuple] = {}  # an anchor's links, computed once for its instances of every aspect
     for e in examples:
-        neighbours = aspect_neighbours(graph, e.query)
-        second_hop = _second_hop_aspects(graph, e.query)
+        if e.query not in local:
+            local = {e.query: (aspect_neighbours(graph, e.query), _second_hop_aspects(graph, e.query))}
+        neighbours, second_hop = local[e.query]
         positive_candidates = {p for p, linked_in in neighbours.items() if e.aspect in linked_in}
         hard, easy = e.negatives[:e.n_hard], e.negatives[e.n_hard:]
         others = set(INTENTS) - {e.aspect}
