@@ -294,6 +294,25 @@ def test_with_margins_sets_each_kind():
     assert [t.margin for t in with_margins(triplets, {"local": 6, "global": 4, "inter": 2})] == [6.0, 4.0, 2.0]
 
 
+def test_margin_settings_and_training_settings_are_the_papers():
+    """MARGIN_RUNS' graded settings and PAPER_TRAINING's batch and warm-up are the values of
+    data/paper_tables/cosaemb_settings.csv (text-checked against the paper by tests/test_paper_tables.py)."""
+    from sdr.book import read_paper_table
+
+    settings = read_paper_table("cosaemb_settings").set_index("model")
+    margins = settings.dropna(subset=["m_inter"])
+    assert set(margins.index) == {run for run in cosaemb.MARGIN_RUNS if run.startswith("graded")}
+    for run, row in margins.iterrows():
+        assert cosaemb.MARGIN_RUNS[run] == {"inter": row["m_inter"], "global": row["m_global"], "local": row["m_local"]}
+    assert cosaemb.PAPER_MARGINS == cosaemb.MARGIN_RUNS["graded (1, 2, 3)"]  # the paper's best setting
+    assert cosaemb.MARGIN_RUNS["flat (1, 1, 1)"] == {"inter": 1.0, "global": 1.0, "local": 1.0}  # Table 6's w/o gradation
+    assert cosaemb.PAPER_TRAINING["batch_size"] == settings.loc["batch size", "value"]
+    assert cosaemb.PAPER_TRAINING["warmup_ratio"] == settings.loc["warm-up (fraction of the steps)", "value"]
+    counts = read_paper_table("cosaemb_counts").set_index("model")
+    # Table 2 counts each aspect at most once per paper of the 97,402 with full text
+    assert (counts["sections"].dropna() <= counts.loc["papers with full text (S2ORC)", "count"]).all()
+
+
 # ------------------------------------------------------------------------------------------ loss
 def test_graded_squared_l2_loss_against_a_hand_computed_value():
     """Eq. 5 with per-triplet margins on a batch of three triplets, embeddings given by hand."""
