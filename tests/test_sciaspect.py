@@ -187,6 +187,48 @@ def test_embedding_variants_project_and_concatenate():
     np.testing.assert_allclose(variants["concat"]["a"], np.concatenate([vectors[0], vectors[0], 2 * vectors[0]]))
 
 
+def test_csfcube_results_read_at_the_given_length_with_per_query_scores(fresh_tiny_encoder, synthetic_corpus, tmp_path):
+    """The leaderboard's CSFCube scores of one aspect model: every embedding it offers, papers read at the given
+    length (the encoder's own length restored), per-query MAP whose fold mean is the headline; the untrained
+    encoder (no objective) has the encoder alone."""
+    from sdr import book
+    from sdr.evaluate import csfcube
+    from sdr.synthetic.csfcube import write_csfcube
+
+    folder = write_csfcube(synthetic_corpus, tmp_path / "csfcube", n_queries=6, pool_size=30, seed=0)
+    papers = csfcube.read_csfcube_papers(folder)
+    encoder = fresh_tiny_encoder()
+    assert encoder.max_length == 32
+    untrained = sa.csfcube_results(encoder, None, papers, folder, max_length=8)
+    assert set(untrained) == {"encoder"} and encoder.max_length == 32
+    ids = sorted(papers)
+    encoder.max_length = 8
+    at_8 = dict(zip(ids, encoder.encode_papers([papers[p] for p in ids], progress=False)))
+    encoder.max_length = 32
+    expected = csfcube.evaluate(folder, embeddings=at_8, return_per_query=True)
+    assert untrained["encoder"]["test"]["all"]["map"] == pytest.approx(expected["test"]["all"]["map"])
+    at_32 = sa.csfcube_results(encoder, None, papers, folder, max_length=32)["encoder"]
+    assert at_32["per_query"] != untrained["encoder"]["per_query"], "the length did not reach the encoder"
+    per_query, groups = book.csfcube_per_query(untrained["encoder"], folder)
+    assert np.mean([np.mean([per_query[k] for k in g]) for g in groups]) == \
+        pytest.approx(book.csfcube_metrics(untrained["encoder"])["map_all"])
+
+    objective = sa.AspectContrastiveObjective({}, encoder.dimension)
+    with torch.no_grad():  # method: a rotation-free scaling keeps L2 rankings; result: a random map changes them
+        objective.heads["method"].weight.mul_(3.0)
+        objective.heads["result"].weight.copy_(torch.randn(encoder.dimension, encoder.dimension,
+                                                           generator=torch.Generator().manual_seed(0)))
+    trained = sa.csfcube_results(encoder, objective, papers, folder, max_length=8)
+    assert set(trained) == {"encoder", *sa.ASPECT_SPACES, "concat"}
+    assert all("per_query" in result for result in trained.values())
+    score = {name: result["test"]["all"]["map"] for name, result in trained.items()}
+    assert score["encoder"] == pytest.approx(expected["test"]["all"]["map"])
+    assert score["background"] == pytest.approx(score["encoder"]) and score["method"] == pytest.approx(score["encoder"])
+    assert trained["result"]["per_query"] != trained["encoder"]["per_query"]
+    with pytest.raises(ValueError, match="max_length"):
+        sa.csfcube_results(encoder, objective, papers, folder, max_length=0)
+
+
 # ------------------------------------------------------------------------ heads through the trainer
 
 PAPERS = {

@@ -51,7 +51,7 @@ __all__ = [
     "specter_cl_examples", "AspectExample", "AspectPools", "aspect_neighbours", "aspect_pools",
     "AspectSamplingReport", "aspect_examples", "sciaspect_examples", "sciaspect_hybrid_examples", "sciaspect_l2_examples",
     "AspectContrastiveObjective", "PROBE_SIZE", "Run", "split_probe", "train_runs", "embedding_variants",
-    "violations", "SCIDOCS_WITHOUT_RECOMM", "SCIDOCS_PROXIMITY", "average_without_recomm",
+    "csfcube_results", "violations", "SCIDOCS_WITHOUT_RECOMM", "SCIDOCS_PROXIMITY", "average_without_recomm",
 ]
 
 #: τ of every contrastive run after Exp. 2.2 (Table 6.3: 0.05 was best).
@@ -900,6 +900,37 @@ def embedding_variants(objective: AspectContrastiveObjective, ids: Sequence[str]
     variants.update({a: dict(zip(ids, projected[a])) for a in ASPECT_SPACES})
     variants["concat"] = dict(zip(ids, np.concatenate([projected[a] for a in ASPECT_SPACES], axis=1)))
     return variants
+
+
+def csfcube_results(encoder, objective: AspectContrastiveObjective | None, papers: Mapping[str, Paper],
+                    csfcube_dir: str | Path, max_length: int) -> dict[str, dict]:
+    """CSFCube's evaluator output for every embedding one model offers, each paper read at ``max_length`` tokens
+    (the Benchmarks chapter's length, so a leaderboard row compares with its untrained row read the same way).
+
+    The papers are embedded once; :func:`embedding_variants` gives the encoder alone (``"encoder"``), each aspect
+    head (eq. 5.2; a page reads head *i* on CSFCube's facet *i*) and the concatenated heads (``"concat"``, eq.
+    5.3). ``objective=None`` (the untrained encoder) gives ``"encoder"`` only. Each value is
+    :func:`sdr.evaluate.csfcube.evaluate` with per-query scores (``return_per_query=True``), ready for
+    :func:`sdr.book.csfcube_per_query`. The encoder's own ``max_length`` is restored afterwards.
+    """
+    from sdr.evaluate import csfcube
+
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
+        raise ValueError(f"csfcube_results: max_length must be a positive number of tokens, got {max_length!r}")
+    ids = sorted(papers)
+    if not ids:
+        raise ValueError(f"csfcube_results: no CSFCube papers to embed (from {csfcube_dir})")
+    previous, encoder.max_length = encoder.max_length, max_length
+    try:
+        vectors = encoder.encode_papers([papers[pid] for pid in ids], progress=False)
+    finally:
+        encoder.max_length = previous
+    if objective is None:
+        variants = {"encoder": dict(zip(ids, np.asarray(vectors, dtype=np.float32)))}
+    else:
+        variants = embedding_variants(objective, ids, vectors)
+    return {name: csfcube.evaluate(csfcube_dir, embeddings=by_id, return_per_query=True)
+            for name, by_id in variants.items()}
 
 
 def violations(graph: CitationGraph, examples: Sequence[AspectExample], anchors: Iterable[str] = (),
