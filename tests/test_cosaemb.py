@@ -423,3 +423,36 @@ def test_plan_run_measures_the_texts_the_triplets_name(section_tokenizer):
         cosaemb.plan_run("x", [Triplet("p", "c", "gone", "inter", 1.0)], texts, section_tokenizer, 16, 1, 8)
     with pytest.raises(ValueError, match="no triplets"):
         cosaemb.plan_run("x", [], texts, section_tokenizer, 16, 1, 8)
+
+
+# ------------------------------------------------------------------------ one comparison per benchmark (issue 26)
+def _resolved_parameters(chapter: str, profile: str) -> dict:
+    """A chapter's parameters at a profile: the notebook's defaults, then profiles.yml (``dry_run``: paper + caps)."""
+    import ast
+
+    from sdr import book, dryrun
+
+    defaults = {name: ast.literal_eval(text) for name, text in
+                book.notebook_parameters(book.paths.NOTEBOOKS / f"{chapter}.ipynb").items()}
+    if profile == "dry_run":
+        return {**defaults, **book.chapter_parameters(chapter, "paper", dryrun.dry_run_overrides(chapter))}
+    return {**defaults, **book.chapter_parameters(chapter, profile)}
+
+
+@pytest.mark.parametrize("profile, tokens", [("smoke", 32), ("real", 48), ("paper", 512), ("dry_run", None)])
+def test_cosaemb_reads_csfcube_at_the_benchmarks_chapters_length(profile, tokens):
+    """CoSaEmb's CSFCube leaderboard rows are compared with the untrained encoder the Benchmarks chapter stores, so the
+    chapter reads CSFCube at that chapter's length at every profile (and in the paper dry run, with its caps)."""
+    benchmarks, ours = _resolved_parameters("benchmarks", profile), _resolved_parameters("cosaemb", profile)
+    assert ours["csfcube_max_length"] == (benchmarks["csfcube_max_length"] or benchmarks["max_length"])
+    assert tokens is None or ours["csfcube_max_length"] == tokens
+
+
+def test_leaderboard_seeds_per_profile():
+    """The Summary asserts at real that every trained row has at least 3 seeds; CoSaEmb's rows are CSFCube's, of the
+    trained models of csfcube_models (a margin run or the control)."""
+    real = _resolved_parameters("cosaemb", "real")
+    assert real["leaderboard_seeds"] >= 3
+    assert [m for m in real["csfcube_models"] if m in real["margin_runs"] or m == "inter-document only"]
+    assert _resolved_parameters("cosaemb", "smoke")["leaderboard_seeds"] == 1
+    assert _resolved_parameters("cosaemb", "paper")["leaderboard_seeds"] == 1  # the paper reports one run
