@@ -402,3 +402,57 @@ def test_margin_loss_from_distances_equals_the_objective(fresh_tiny_encoder):
     assert cosaemb.margin_loss(distances, cosaemb.PAPER_MARGINS) == pytest.approx(expected, rel=1e-5)
     with pytest.raises(ValueError, match="no margin"):
         cosaemb.margin_loss(distances, {"local": 1.0})
+
+
+def test_plan_run_measures_the_texts_the_triplets_name(section_tokenizer):
+    """The paper plan's tokens per text are those of the run's own inputs (chunks and abstracts, cut at max_length,
+    with [CLS]/[SEP]), counted by hand here."""
+    texts = {"p#method.0": "[TTL] Graphs [SEP] [MET] We count.", "p": "[TTL] Graphs [SEP] [ABS] Graphs are counted.",
+             "c": "[TTL] Trees " + "leaf " * 50, "unused": "never named by a triplet"}
+    triplets = [Triplet("p#method.0", "p", "c", "global", 2.0)] * 3
+    expected = [len(section_tokenizer(texts[i], truncation=True, max_length=16)["input_ids"]) for i in sorted(texts)[:3]]
+    assert expected[0] == 16  # "c" is cut
+    run = cosaemb.plan_run("graded · seed 0", triplets, texts, section_tokenizer, 16, epochs=2, effective_batch=32)
+    assert run == dict(name="graded · seed 0", examples=3, epochs=2, effective_batch=32, texts_per_example=3,
+                       tokens_per_text=pytest.approx(sum(expected) / 3))
+    # a seeded sample of the texts when there are more than `sample`
+    sampled = cosaemb.plan_run("s", triplets, texts, section_tokenizer, 16, 1, 8, sample=2, seed=0)
+    pairs = [(expected[i] + expected[j]) / 2 for i in range(3) for j in range(i + 1, 3)]
+    assert any(sampled["tokens_per_text"] == pytest.approx(pair) for pair in pairs), (sampled, pairs)
+    with pytest.raises(KeyError, match="no text for 1 ids"):
+        cosaemb.plan_run("x", [Triplet("p", "c", "gone", "inter", 1.0)], texts, section_tokenizer, 16, 1, 8)
+    with pytest.raises(ValueError, match="no triplets"):
+        cosaemb.plan_run("x", [], texts, section_tokenizer, 16, 1, 8)
+
+
+# ------------------------------------------------------------------------ one comparison per benchmark (issue 26)
+def _resolved_parameters(chapter: str, profile: str) -> dict:
+    """A chapter's parameters at a profile: the notebook's defaults, then profiles.yml (``dry_run``: paper + caps)."""
+    import ast
+
+    from sdr import book, dryrun
+
+    defaults = {name: ast.literal_eval(text) for name, text in
+                book.notebook_parameters(book.paths.NOTEBOOKS / f"{chapter}.ipynb").items()}
+    if profile == "dry_run":
+        return {**defaults, **book.chapter_parameters(chapter, "paper", dryrun.dry_run_overrides(chapter))}
+    return {**defaults, **book.chapter_parameters(chapter, profile)}
+
+
+@pytest.mark.parametrize("profile, tokens", [("smoke", 32), ("real", 48), ("paper", 512), ("dry_run", None)])
+def test_cosaemb_reads_csfcube_at_the_benchmarks_chapters_length(profile, tokens):
+    """CoSaEmb's CSFCube leaderboard rows are compared with the untrained encoder the Benchmarks chapter stores, so the
+    chapter reads CSFCube at that chapter's length at every profile (and in the paper dry run, with its caps)."""
+    benchmarks, ours = _resolved_parameters("benchmarks", profile), _resolved_parameters("cosaemb", profile)
+    assert ours["csfcube_max_length"] == (benchmarks["csfcube_max_length"] or benchmarks["max_length"])
+    assert tokens is None or ours["csfcube_max_length"] == tokens
+
+
+def test_leaderboard_seeds_per_profile():
+    """The Summary asserts at real that every trained row has at least 3 seeds; CoSaEmb's rows are CSFCube's, of the
+    trained models of csfcube_models (a margin run or the control)."""
+    real = _resolved_parameters("cosaemb", "real")
+    assert real["leaderboard_seeds"] >= 3
+    assert [m for m in real["csfcube_models"] if m in real["margin_runs"] or m == "inter-document only"]
+    assert _resolved_parameters("cosaemb", "smoke")["leaderboard_seeds"] == 1
+    assert _resolved_parameters("cosaemb", "paper")["leaderboard_seeds"] == 1  # the paper reports one run

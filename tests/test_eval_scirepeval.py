@@ -67,7 +67,23 @@ def test_classification_and_few_shot_match_hand_computation(fixture_results):
     assert biomimicry["few_shot"] == [{"sample_size": 4, "iterations": 3, "results": {"f1": 66.67}, "skipped": 0}]
     # Multi-label [x>0, y>0]: label A F1 0.8 (one positive missed), label B F1 1.0 -> macro 90.
     assert fixture_results["tasks"]["Fields of study"]["metrics"] == {"f1_macro": 90.0}
+    assert fixture_results["tasks"]["Fields of study"]["labels_without_test_or_prediction"] == 0
     assert fixture_results["missing_embeddings"] == {"count": 1, "examples": ["bio-t5"]}
+
+
+def test_a_label_without_test_or_predicted_paper_scores_zero_as_officially_and_warns_nothing():
+    import warnings
+
+    # label 0 has no true and no predicted test paper (a small split's missing field); labels 1 and 2 F1 1.0 and 0.5.
+    # The official evaluator (sklearn's default zero_division) scores label 0 as 0: macro (0 + 1 + 0.5) / 3 = 50.
+    y_true = np.array([[0, 1, 1], [0, 1, 0], [0, 0, 1]])
+    y_pred = np.array([[0, 1, 1], [0, 1, 1], [0, 0, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # sklearn's UndefinedMetricWarning would fail here
+        assert scirepeval._metric("f1_macro", y_true, y_pred) == 50.0
+        assert scirepeval._metric("precision_macro", y_true, y_pred) == round(100 * (0 + 1 + 0.5) / 3, 2)
+        assert scirepeval._metric("recall_macro", y_true, y_pred) == 50.0
+        assert scirepeval._metric("accuracy", y_true, y_pred) == round(100 / 3, 2)  # exact-match rows
 
 
 def test_regression_kendall_tau(fixture_results):

@@ -245,6 +245,12 @@ def _metric(name: str, y_true, y_pred) -> float:
         raise ValueError(f"unknown SciRepEval metric {name!r}; expected f1[_avg], accuracy, precision, "
                          f"recall, mse, r2, pearsonr, kendalltau")
     kwargs = {"average": average} if average else {}
+    if head != "accuracy":
+        # A label with no true and no predicted test paper (a multi-label column absent from a small test split) has
+        # no F-score, precision or recall. SciRepEval calls sklearn with its default zero_division ("warn"), which
+        # scores such a label 0 and warns; 0 is set here on purpose, so the scores stay the official evaluator's
+        # (evaluate_supervised counts those labels in "labels_without_test_or_prediction").
+        kwargs["zero_division"] = 0.0
     return float(np.round(100 * classification[head](y_true, y_pred, **kwargs), 2))
 
 
@@ -358,6 +364,9 @@ def evaluate_supervised(data_dir, task: Task, embeddings, missing: MissingEmbedd
         predictions = _fit_predict_classifier(x_train, y_train, x_test, task.multi_label, n_jobs=n_jobs)
     result = {"metrics": {m: _metric(m, y_test, predictions) for m in task.metrics},
               "n_train": int(len(x_train)), "n_test": int(len(x_test))}
+    if task.multi_label:  # labels the macro average scores 0 because no test paper has them and none was predicted
+        result["labels_without_test_or_prediction"] = int(
+            ((np.asarray(y_test).sum(axis=0) == 0) & (np.asarray(predictions).sum(axis=0) == 0)).sum())
     if few_shot and task.few_shot and not regression:
         result["few_shot"] = [
             few_shot_classification(x_train, y_train, x_test, y_test, task.metrics, run["sample_size"],

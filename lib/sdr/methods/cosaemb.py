@@ -38,6 +38,9 @@ What makes the method *this* method, built from the shared modules:
   inter 1 < global 2 < local 3; :data:`MARGIN_RUNS` are the paper's four settings (§4 and Table 6).
 * :data:`PAPER_TRAINING` — SciBERT, 2 epochs, slanted-triangular schedule, lr 2e-5, 10 % warm-up, batch 32.
   The paper does not say how a text becomes one vector; the chapter's ``pooling`` parameter decides.
+* :func:`plan_run` — one training run as ``ChapterData.plan`` reads it. SPECTER's ``plan_run`` measures papers'
+  ``title [SEP] abstract``; a CoSaEmb triplet names chunks and abstract inputs by id, so the tokens per text are
+  measured on ``texts`` (what the objective encodes).
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ __all__ = [
     "facet_query_text",
     "triplet_distances",
     "margin_loss",
+    "plan_run",
 ]
 
 # ------------------------------------------------------------------------------------ aspects, tokens
@@ -755,3 +759,22 @@ def margin_loss(distances: pd.DataFrame, margins: Mapping[str, float] = PAPER_MA
     if margin.isna().any():
         raise ValueError(f"margin_loss: no margin for kinds {sorted(set(distances['kind'][margin.isna()]))}")
     return float(np.maximum(0.0, distances["d_pos"] - distances["d_neg"] + margin).mean())
+
+
+def plan_run(name: str, triplets: Sequence[Triplet], texts: Mapping[str, str], tokenizer, max_length: int,
+             epochs: int, effective_batch: int, sample: int = 1000, seed: int = 0) -> dict:
+    """One training run as :meth:`sdr.datasets.ChapterData.plan` reads it: the run's triplets, epochs and effective
+    batch, 3 texts an example, and the mean tokens of a text as the encoder reads it (``tokenizer`` cutting at
+    ``max_length``, with its own [CLS]/[SEP]), measured on a seeded sample of at most ``sample`` of the texts the
+    triplets name (chunks and abstract inputs alike), not assumed."""
+    if not triplets:
+        raise ValueError(f"plan_run {name!r}: no triplets")
+    ids = sorted({i for t in triplets for i in (t.query, t.positive, t.negative)})
+    missing = [i for i in ids if i not in texts]
+    if missing:
+        raise KeyError(f"plan_run {name!r}: no text for {len(missing)} ids of the triplets, e.g. {missing[:3]}")
+    if len(ids) > sample:
+        ids = sorted(np.random.default_rng(seed).choice(ids, size=sample, replace=False).tolist())
+    lengths = [len(tokenizer(texts[i], truncation=True, max_length=max_length)["input_ids"]) for i in ids]
+    return dict(name=name, examples=len(triplets), epochs=epochs, effective_batch=effective_batch,
+                texts_per_example=3, tokens_per_text=float(np.mean(lengths)))
