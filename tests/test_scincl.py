@@ -326,3 +326,18 @@ def test_sweep_points_and_the_table2_plan():
     assert scincl.table2_plan([], [0.5], [0.1], queries, 0) == []
     with pytest.raises(ValueError, match="unknown ablations"):
         scincl.table2_plan(["dropout"], [], [], queries, 0)
+
+
+def test_real_profile_trains_the_leaderboard_model_with_three_seeds_at_the_benchmarks_length():
+    """The Summary asserts at real that every trained row has at least 3 seeds and one CSFCube input length (the
+    Benchmarks chapter's); the paper profile takes SciNCL Table 1's ten seeds."""
+    from sdr import book
+
+    real = book.chapter_parameters("scincl", "real")
+    assert real["leaderboard_seeds"] >= 3 and real["csfcube_models"]
+    for profile in ("smoke", "real", "paper"):
+        benchmarks = book.chapter_parameters("benchmarks", profile)  # its CSFCube length: csfcube_max_length or max_length
+        assert (book.chapter_parameters("scincl", profile)["csfcube_max_length"]
+                == (benchmarks.get("csfcube_max_length") or benchmarks["max_length"])), profile
+    assert book.chapter_parameters("scincl", "smoke")["leaderboard_seeds"] == 1
+    assert book.chapter_parameters("scincl", "paper")["leaderboard_seeds"] == 10

@@ -326,3 +326,18 @@ def test_plan_run_measures_tokens_per_text(fresh_tiny_encoder, synthetic_corpus,
         specter.plan_run("x", training.triplets, {}, encoder, 1, 8)
     with pytest.raises(ValueError, match="no triplets"):
         specter.plan_run("x", [], training.papers, encoder, 1, 8)
+
+
+def test_real_profile_trains_the_leaderboard_model_with_three_seeds_at_the_benchmarks_length():
+    """The Summary asserts at real that every trained row has at least 3 seeds and one CSFCube input length (the
+    Benchmarks chapter's); the paper profile trains once, as SPECTER (Cohan et al., 2020) reported one model."""
+    from sdr import book
+
+    real = book.chapter_parameters("specter", "real")
+    assert real["leaderboard_seeds"] >= 3 and real["csfcube_models"]
+    for profile in ("smoke", "real", "paper"):
+        benchmarks = book.chapter_parameters("benchmarks", profile)  # its CSFCube length: csfcube_max_length or max_length
+        assert (book.chapter_parameters("specter", profile)["csfcube_max_length"]
+                == (benchmarks.get("csfcube_max_length") or benchmarks["max_length"])), profile
+    assert book.chapter_parameters("specter", "smoke")["leaderboard_seeds"] == 1
+    assert book.chapter_parameters("specter", "paper")["leaderboard_seeds"] == 1
