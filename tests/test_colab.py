@@ -27,7 +27,10 @@ def fake_colab(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "google.colab", module)
     monkeypatch.setattr(colab, "DRIVE_ROOT", str(tmp_path / "drive"))
     for name in ("SDR_RESULTS", "SDR_DATA_CACHE", "SDR_INTERACTIVE_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
+        # setenv first so monkeypatch records the original and undoes what colab.setup sets (delenv of an unset
+        # variable records nothing: the setup's values leaked into every later test's kernels)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     commands = []
     return types.SimpleNamespace(mounted=mounted, commands=commands, run=lambda c, **k: commands.append(c),
                                  drive=tmp_path / "drive")
@@ -123,3 +126,10 @@ def test_profile_cell_applies_the_chosen_profile_only_interactively(monkeypatch,
     assert tags[1] == [book.SETUP_TAG, "remove-cell"] and tags[2] == ["parameters"]
     assert tags[3] == [book.PROFILE_TAG, "remove-cell"]  # right after the parameters (and papermill's injection)
     assert 'book.interactive_parameters("specter")' in cells[3].source
+
+
+def test_the_colab_setup_leaves_no_environment_behind():
+    """Runs after the Colab tests above: what colab.setup put in os.environ was undone with its test, so the
+    kernels of later tests (chapters at smoke, the teeth test) do not run at the faked session's profile."""
+    assert not os.environ.get("SDR_INTERACTIVE_PROFILE")
+    assert "MyDrive" not in os.environ.get("SDR_RESULTS", "") + os.environ.get("SDR_DATA_CACHE", "")

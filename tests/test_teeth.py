@@ -49,6 +49,7 @@ def test_a_sign_flipped_loss_fails_the_chapter_check(chapter: str, tmp_path: Pat
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(planted), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv("PYTHONHASHSEED", "0")
+    monkeypatch.setenv("SDR_INTERACTIVE_PROFILE", "")  # papermill's parameters, not an interactive profile
     for name, value in book.KERNEL_ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(papermill.PapermillExecutionError) as failure:
