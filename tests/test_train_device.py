@@ -162,6 +162,60 @@ def test_checkpoints_and_records_load_with_weights_only(fresh_tiny_encoder, tmp_
     assert len(record["device_plans"]) == 2  # the first part and the resumed one
 
 
+def _killed_at_step_3(encoder: Encoder, output_dir) -> None:
+    def kill_at_step_3(row):
+        if row["step"] == 3:
+            raise StopTraining
+
+    with pytest.raises(StopTraining):
+        train(encoder, TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=output_dir, callback=kill_at_step_3)
+
+
+def test_a_checkpoint_is_restored_with_random_states_on_the_cpu_and_the_rest_on_the_device(fresh_tiny_encoder,
+                                                                                          tmp_path):
+    """The 'meta' device stands in for a GPU (no CUDA here): a state placed for it keeps every random state a
+    CPU ByteTensor, which torch's generators require, and moves weights and optimizer moments to it. Loading
+    the whole file onto the device, as resuming did before, gives states that ``torch.set_rng_state`` rejects."""
+    _killed_at_step_3(fresh_tiny_encoder(), tmp_path)
+    path = tmp_path / "checkpoint.pt"
+    with pytest.raises(TypeError, match="RNG state must be a torch.ByteTensor"):
+        torch.set_rng_state(load_checkpoint(path, map_location="meta")["rng"][0]["torch"])
+    state = sdr.train.restore_checkpoint(path, torch.device("meta"))
+    rng = state["rng"][0]["torch"]
+    assert rng.device.type == "cpu" and rng.dtype == torch.uint8
+    assert torch.equal(rng, load_checkpoint(path)["rng"][0]["torch"])
+    assert {t.device.type for t in state["model"].values()} == {"meta"}
+    moments = [v for s in state["optimizer"]["state"].values() for v in s.values() if isinstance(v, torch.Tensor)]
+    assert moments and {t.device.type for t in moments} == {"meta"}
+    torch.manual_seed(99)
+    sdr.train._set_rng_state(state["rng"][0])
+    assert torch.equal(torch.get_rng_state(), rng)
+
+
+def test_resuming_never_maps_the_checkpoint_to_the_models_device(fresh_tiny_encoder, tmp_path, monkeypatch):
+    """A GPU run, emulated: when the trainer asks ``torch.load`` for the model's own device, the random states
+    come back off the CPU, as ``map_location=cuda`` moves them onto the GPU (then resuming raised
+    ``TypeError: RNG state must be a torch.ByteTensor`` on every GPU). Resuming must not depend on that."""
+    reference = fresh_tiny_encoder()
+    reference_result = train(reference, TRIPLETS, TripletObjective(TEXTS), _config())
+    _killed_at_step_3(fresh_tiny_encoder(), tmp_path)
+    resumed = fresh_tiny_encoder()
+    real_load = torch.load
+
+    def load_as_on_a_gpu(path, map_location=None, **kwargs):
+        state = real_load(path, map_location=map_location, **kwargs)
+        if map_location is resumed.device and isinstance(state, dict) and "rng" in state:
+            for rank_state in state["rng"]:  # where the model's device is a GPU, its tensors land there
+                rank_state["torch"] = rank_state["torch"].to("meta")
+        return state
+
+    monkeypatch.setattr(torch, "load", load_as_on_a_gpu)
+    result = train(resumed, TRIPLETS, TripletObjective(TEXTS), _config(), output_dir=tmp_path, resume=True)
+    assert result.resumed_from_step == 2
+    assert result.history["loss"].tolist() == reference_result.history["loss"].tolist()
+    assert not _same_weights(resumed, reference)
+
+
 def _as_legacy(state: dict) -> dict:
     """A checkpoint as the trainer wrote it before: one random-state dict, NumPy's as an array, Python's
     as a tuple (torch.load needs to unpickle NumPy for it)."""

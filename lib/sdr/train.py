@@ -206,9 +206,18 @@ def _set_rng_state(state: Mapping) -> None:
     else:  # a checkpoint written before random states were stored as lists
         random.setstate(python)
         np.random.set_state(numpy)
-    torch.set_rng_state(state["torch"])
+    # torch's generators take their state as a CPU ByteTensor, whichever device the checkpoint was mapped to
+    torch.set_rng_state(_cpu_bytes(state["torch"]))
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        # each CUDA generator its own saved state; a machine with fewer GPUs than the one that saved restores
+        # the generators it has (a process trains on one of them)
+        saved = [_cpu_bytes(cuda_state) for cuda_state in state["cuda"]]
+        for index, cuda_state in enumerate(saved[:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(cuda_state, index)
+
+
+def _cpu_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.detach().to(device="cpu", dtype=torch.uint8)
 
 
 #: what NumPy arrays need to unpickle: checkpoints written before the random states became lists held one
@@ -221,11 +230,36 @@ except ImportError:  # NumPy 1
 _LEGACY_NUMPY_GLOBALS.append(_reconstruct)
 
 
-def load_checkpoint(path: str | Path, map_location=None) -> dict:
+def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     """A checkpoint or finished-run record, read with ``torch.load(weights_only=True)`` (no arbitrary
-    unpickling); the NumPy-array reconstruction of older checkpoints is the one extra allowed."""
+    unpickling); the NumPy-array reconstruction of older checkpoints is the one extra allowed. Read onto the
+    CPU unless ``map_location`` says otherwise (:func:`restore_checkpoint` places a state for training)."""
     with torch.serialization.safe_globals(_LEGACY_NUMPY_GLOBALS):
         return torch.load(path, map_location=map_location, weights_only=True)
+
+
+def restore_checkpoint(path: str | Path, device: str | torch.device) -> dict:
+    """A training checkpoint placed for resuming on ``device``: the random states stay on the CPU, where
+    ``torch.set_rng_state`` and ``torch.cuda.set_rng_state`` take them (a CUDA generator's state is a CPU
+    ByteTensor too), the best epoch's copy stays on the CPU (where training keeps it), and every other tensor
+    (weights, optimizer moments, the objective's parameters) goes to ``device``.
+
+    Loading the whole file with ``map_location=device`` would move the saved random states onto the GPU,
+    which ``torch.set_rng_state`` rejects ("RNG state must be a torch.ByteTensor"): every resume on CUDA
+    failed that way."""
+    state = load_checkpoint(path)
+    device = torch.device(device)
+
+    def place(value):
+        if isinstance(value, torch.Tensor):
+            return value.to(device)
+        if isinstance(value, Mapping):
+            return {key: place(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(place(item) for item in value)
+        return value
+
+    return {key: value if key in ("rng", "best") else place(value) for key, value in state.items()}
 
 
 def _epoch_batches(n_examples: int, config: TrainConfig, batch_sampler: Callable | None,
@@ -424,7 +458,7 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
     step = 0
 
     if resume and checkpoint_path is not None and checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path, map_location=encoder.device)
+        state = restore_checkpoint(checkpoint_path, encoder.device)
         defaults = asdict(TrainConfig())  # a field added since the checkpoint was written: its default
         saved = {k: v for k, v in {**defaults, **state["config"]}.items() if k not in NOT_IDENTITY}
         current = {k: v for k, v in asdict(config).items() if k not in NOT_IDENTITY}
