@@ -30,7 +30,8 @@ import sys
 import types
 
 from sdr.book import figures, paths
-from sdr.book.chapter import ChapterCheckFailed, ChapterRun, Fit, replicas_of_one_corpus
+from sdr.book.chapter import ChapterCheckFailed, ChapterRun, Fit, replicas_of_one_corpus, \
+    show_paper_vs_ours
 from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, EXTERNAL, LEADERBOARD_DATA, base_model_label,
                                   csabstruct_metrics, csabstruct_per_query, csfcube_metrics, csfcube_per_query,
                                   headline_display, headline_table, leaderboard_row, leaderboard_rows,

@@ -230,6 +230,28 @@ class ChapterRun:
         return save_results(self.chapter, self.profile, tables, sources, extra)
 
 
+def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, models: Sequence[str] | None = None,
+                       columns: Sequence[str] | None = None, decimals: int | None = 2) -> pd.DataFrame:
+    """A paper table's rows (``data/paper_tables/<paper>.csv``, those named ``models`` when given: each must be
+    there) stacked over ours on the ``columns`` both have (default: every column of ours the paper table has),
+    with a ``reported by`` column; shown under the run's caption and returned. A figure-like cell:
+    ``hide-input`` on the page."""
+    from sdr.book.results import paper_vs_ours, read_paper_table
+
+    table = read_paper_table(paper)
+    if models is not None:
+        missing = sorted(set(models) - set(table["model"]))
+        if missing:
+            raise ValueError(f"data/paper_tables/{paper}.csv has no rows {missing}")
+        table = table[table["model"].isin(models)]
+    columns = list(columns) if columns is not None else [c for c in ours.columns if c in table.columns]
+    if not columns:
+        raise ValueError(f"no column of ours is in data/paper_tables/{paper}.csv: {list(ours.columns)}")
+    combined = paper_vs_ours(ours, table, columns, label=f"this book ({run.profile})")
+    run.show(combined, decimals=decimals)
+    return combined
+
+
 def replicas_of_one_corpus(*inputs) -> bool:
     """Whether every input is a replica written from the chapter's one synthetic corpus: where the checks with
     teeth were measured (their margins come from seeds of exactly that setting)."""
