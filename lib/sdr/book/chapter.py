@@ -95,7 +95,14 @@ class ChapterRun:
         if missing:
             raise ValueError(f"ChapterRun({self.chapter!r}): parameters {missing} of the notebook's parameters cell "
                              "are not in the namespace given (pass globals() after the parameters cell ran)")
-        self.p = SimpleNamespace(**{name: self.namespace[name] for name in names})
+        values = {name: self.namespace[name] for name in names}
+        # a papermill run started by hand is checked too (`sdr chapter` checked before papermill started)
+        from sdr import parameters
+        from sdr.book.profiles import load_profiles
+
+        notebook = paths.NOTEBOOKS / f"{self.chapter}.ipynb"
+        parameters.check_rules(values, parameters.parameter_rules(self.chapter, load_profiles()), notebook)
+        self.p = SimpleNamespace(**values)
         self.profile = self.p.profile
         self.workdir = Path(tempfile.mkdtemp(prefix=f"sdr-{self.chapter}-"))
         from sdr import datasets
