@@ -81,7 +81,9 @@ def chapter_inputs(run) -> SimpleNamespace:
     """CSFCube, CSAbstruct, PubMed-RCT (optional: scored when found, no replica at smoke/real) and the paragraph
     chunks under the data policy: the released data where the profile reads it, else replicas in the official
     layouts written from one synthetic corpus (built only if a replica is written). The paragraph chunks are
-    sections of real S2ORC full text at ``paper`` (CoSaEmb's arXiv set is not public), else of the replica."""
+    sections of real S2ORC full text at ``paper`` (CoSaEmb's arXiv set is not public), else of the replica.
+
+    Shown in: notebooks/benchmarks.ipynb, Benchmarks and baselines."""
     from sdr.evaluate import paragraphs
     from sdr.synthetic import make_corpus
     from sdr.synthetic.csfcube import write_csfcube
@@ -110,7 +112,9 @@ def chapter_inputs(run) -> SimpleNamespace:
 
 def untrained_encoders(run) -> dict:
     """The chapter's encoder (``model_name``, first ``model_layers`` layers, ``max_length`` tokens) once per pooling
-    of :data:`POOLINGS`, named ``"<base model> · <pooling>"`` as the leaderboard's untrained references are."""
+    of :data:`POOLINGS`, named ``"<base model> · <pooling>"`` as the leaderboard's untrained references are.
+
+    Shown in: notebooks/benchmarks.ipynb, Benchmarks and baselines."""
     label = book.base_model_label(run.p.model_name, run.p.model_layers)
     return {f"{label} · {pooling}": run.encoder(pooling=pooling, max_length=run.p.max_length) for pooling in POOLINGS}
 
@@ -158,7 +162,9 @@ def csfcube_scores(run, inputs, encoders: Mapping) -> CSFCubeScores:
 
     Checks: the oracle scores exactly 1 on every facet and metric (a misread grade would show), every query-facet
     pair has its facet sentences, the table has the three facets and "all", and the lexical rankers with an
-    abstract query beat the random floor."""
+    abstract query beat the random floor.
+
+    Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
     from sdr.evaluate import csfcube
 
     p, folder = run.p, inputs.csfcube.path
@@ -224,7 +230,9 @@ def check_official_csfcube(run, inputs, scores: CSFCubeScores) -> None:
     """The harness is the official evaluator: on the released CSFCube bytes (the registry's digests) the shipped
     SPECTER rankings give the published test scores (:data:`PUBLISHED_SPECTER_RANKINGS`, to 4 decimals), the
     collection has its released sizes (:data:`RELEASED_CSFCUBE`), and the deterministic lexical baselines and the
-    random floor give their measured MAP. On other data, it says so and checks nothing."""
+    random floor give their measured MAP. On other data, it says so and checks nothing.
+
+    Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
     from sdr.evaluate import csfcube
 
     if not inputs.csfcube.official:
@@ -292,7 +300,9 @@ def sentence_retrieval(run, inputs, encoders: Mapping) -> SentenceScores:
 
     Checks: every sentence is a query or a singleton excluded, k is the largest class less one, on the released
     test split the label counts of SciToricsBERT Table 2 (:data:`RELEASED_CSABSTRUCT_TEST`), and the table holds
-    every row of the paper's CSV, values untouched, then one row per pooling."""
+    every row of the paper's CSV, values untouched, then one row per pooling.
+
+    Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
     from sdr.evaluate import sentences
 
     p = run.p
@@ -354,7 +364,9 @@ def _check_sentences(result: SentenceScores, paper: pd.DataFrame, official: bool
 def expect_above_chance(run, result: SentenceScores) -> None:
     """The claim: each pooling's P@1 is above chance (:attr:`SentenceScores.chance_p1`), by
     :data:`REAL_CSABSTRUCT_MARGIN` on the real CSAbstruct; an encoder that ignores its input sits at chance and
-    fails."""
+    fails.
+
+    Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
     chance = result.chance_p1
     p1 = {name: round(scored["p@1"], 3) for name, scored in result.scores.items()}
     print(f"chance P@1 {chance:.3f}; ours:", p1)
@@ -397,7 +409,9 @@ class ParagraphScores:
 def paragraph_retrieval(run, inputs, encoders: Mapping) -> ParagraphScores:
     """One chunk per section; each pooling of the encoder and TF-IDF vectors; Recall@1 and Recall@3 of another
     section of the query's paper among the nearest by Euclidean distance. Checks: every system scored some queries
-    and Recall@3 ≥ Recall@1 (the page's claim is :func:`expect_tfidf_above_chance`)."""
+    and Recall@3 ≥ Recall@1 (the page's claim is :func:`expect_tfidf_above_chance`).
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
     from sdr import baselines
     from sdr.evaluate import paragraphs
 
@@ -418,7 +432,9 @@ def paragraph_retrieval(run, inputs, encoders: Mapping) -> ParagraphScores:
 
 def expect_tfidf_above_chance(run, result: ParagraphScores) -> None:
     """The claim: TF-IDF vectors find a sibling section first far above chance (:attr:`ParagraphScores.chance_r1`),
-    by :data:`TFIDF_CHANCE_FACTOR` ×."""
+    by :data:`TFIDF_CHANCE_FACTOR` ×.
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
     chance = result.chance_r1
     print(f"chance recall@1 {chance:.4f}")
     recall = result.table.loc["TF-IDF vectors", "recall@1"]
@@ -432,7 +448,9 @@ def leaderboard(run, inputs, csfcube: CSFCubeScores, sentences: SentenceScores) 
     """The Summary's leaderboard rows: every ranked CSFCube system (not :data:`CSFCUBE_REFERENCES`) and each
     pooling on CSAbstruct test, none trained here, each read at one input length, with per-query scores. The
     untrained encoders are the references every trained row of the other chapters is compared with
-    (:func:`sdr.book.untrained_reference`)."""
+    (:func:`sdr.book.untrained_reference`).
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
     p = run.p
     encoder_base = book.base_model_label(p.model_name, p.model_layers)
     encoders = [name for name in sentences.scores]
@@ -459,7 +477,9 @@ def leaderboard(run, inputs, csfcube: CSFCubeScores, sentences: SentenceScores) 
 
 
 def store(run, csfcube: CSFCubeScores, sentences: SentenceScores, paragraphs: ParagraphScores, rows: list[dict]):
-    """Store the chapter's tables, the facet queries' report, the model and the leaderboard rows."""
+    """Store the chapter's tables, the facet queries' report, the model and the leaderboard rows.
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
     path = run.save({"csfcube_test": csfcube.test.reset_index(), "csfcube_dev": csfcube.dev.reset_index(),
                      "sentences": sentences.table, "paragraphs": paragraphs.table.reset_index(names="system")},
                     extra={"csfcube_facet_queries": csfcube.facet_report,
