@@ -17,6 +17,7 @@ module          holds
 ``setup_cell``  the Colab setup cell and the book's repository (``_config.yml``)
 ``chapter``     ``ChapterRun``: a chapter's parameters, data, run folder, caption, training and checks with teeth
 ``figures``     the chapters' figures, one call each
+``summary``     the Summary page's steps: what each chapter stored, the leaderboards, every stored table
 =============== ==========================================================================================
 
 The path constants live in :mod:`sdr.book.paths`, where every module reads them when called. ``book.ROOT`` reads
@@ -29,7 +30,7 @@ from __future__ import annotations
 import sys
 import types
 
-from sdr.book import figures, paths
+from sdr.book import figures, paths, summary
 from sdr.book.chapter import ChapterCheckFailed, ChapterRun, Fit, replicas_of_one_corpus, \
     show_paper_vs_ours
 from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, EXTERNAL, LEADERBOARD_DATA, base_model_label,

@@ -74,6 +74,8 @@ class ChapterRun:
         training_keys: the parameters that change training (they key :attr:`runs`, so a rerun with
             ``resume = True`` finds the same checkpoints). Default: the method module's ``TRAINING_PARAMETERS``.
         models: models the chapter loads beside ``model_name`` (checked at ``paper`` before anything runs).
+        loads_model: False for a chapter that loads no model (the Summary reads only the results store), so
+            ``model_name`` is not checked, nor downloaded, at ``paper``.
 
     Example::
 
@@ -88,6 +90,7 @@ class ChapterRun:
     models: Sequence[str] = ()
     sources_extra: list[str] = field(default_factory=list)
     fits: dict[str, Fit] = field(default_factory=dict)
+    loads_model: bool = True
 
     def __post_init__(self):
         names = notebook_parameters(paths.NOTEBOOKS / f"{self.chapter}.ipynb")
@@ -107,7 +110,7 @@ class ChapterRun:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"sdr-{self.chapter}-"))
         from sdr import datasets
 
-        models = [getattr(self.p, "model_name", None), *self.models]
+        models = [getattr(self.p, "model_name", None) if self.loads_model else None, *self.models]
         self.data = datasets.ChapterData(self.chapter, self.profile, getattr(self.p, "use_real_data", "auto"),
                                          models=[m for m in models if m], workdir=self.workdir / "data")
         import seaborn as sns

@@ -44,3 +44,61 @@ def metric_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str, yl
     axis.tick_params(axis="x", rotation=45)
     _finish(run, axis, -0.12)
     return long
+
+
+# ------------------------------------------------------------------------------------------------ benchmarks chapter
+def _grid_title(grid, text: str) -> None:
+    import matplotlib.pyplot as plt
+
+    grid.figure.suptitle(text, y=1.02, fontsize=9)
+    plt.show()
+
+
+def facet_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str,
+               xlabel: str = "score (× 100, test)"):
+    """CSFCube scores per system and facet, one panel per metric: ``table`` indexed by (system, facet), one column
+    per metric, already on the page's scale. The title carries the run's caption.
+
+    Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
+    import seaborn as sns
+
+    long = table[list(metrics)].reset_index().melt(id_vars=["system", "facet"], var_name="metric",
+                                                   value_name="score")
+    systems = table.index.get_level_values("system").nunique()
+    grid = sns.catplot(data=long, kind="bar", x="score", y="system", hue="facet", col="metric",
+                       height=max(4, 0.45 * systems), aspect=1.1, sharex=False)
+    grid.set_axis_labels(xlabel, "")
+    _grid_title(grid, f"{title} — {run.caption()}")
+    return long
+
+
+def paper_vs_ours_bars(run, table: pd.DataFrame, metrics: Mapping[str, str], title: str):
+    """A paper-vs-ours table (:func:`sdr.book.paper_vs_ours`: ``reported by``, ``model``, metric columns) as bars,
+    one panel per metric (``metrics``: column → panel name), the papers' rows and ours coloured apart; empty cells
+    left out. The title carries the run's caption.
+
+    Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
+    import seaborn as sns
+
+    long = table.melt(id_vars=["reported by", "model"], value_vars=list(metrics), var_name="metric",
+                      value_name="score").dropna()
+    long["metric"] = long["metric"].map(dict(metrics))
+    grid = sns.catplot(data=long, kind="bar", x="score", y="model", hue="reported by", col="metric",
+                       height=max(4, 0.35 * len(table)), aspect=1.0, dodge=False)
+    _grid_title(grid, f"{title} — {run.caption()}")
+    return long
+
+
+def system_bars(run, table: pd.DataFrame, title: str, xlabel: str = "score (× 100)"):
+    """One horizontal bar per (system, metric) of ``table`` (systems as rows, metrics as columns, on the page's
+    scale).
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    long = table.reset_index(names="system").melt(id_vars="system", var_name="metric", value_name="score")
+    axis = sns.barplot(data=long, x="score", y="system", hue="metric")
+    axis.set(xlabel=xlabel, ylabel="", title=title)
+    plt.show()
+    return long
