@@ -1,6 +1,7 @@
 """The chapters' figures, one call each (as d2l's ``d2l.plot``): a chapter's figure cell is tagged ``hide-input``
 and carries its MyST caption in the cell's metadata; the line under the figure names the profile and the data that
-produced it (``run.caption()``).
+produced it (``run.caption()``). Each function draws and shows its figure and returns nothing, so a figure cell's
+only output is the figure (MyST-NB wraps every output of a captioned cell in the figure).
 
 Shown in: every training chapter (training loss, metric bars, sweeps).
 """
@@ -30,7 +31,6 @@ def training_loss(run, fits: Mapping, window: int = 5,
     axis = sns.lineplot(data=history, x="step", y="smoothed loss", hue="model")
     axis.set(title=title, xlabel="optimizer step")
     _finish(run, axis, -0.04)
-    return history
 
 
 def metric_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str, ylabel: str = "score (× 100)"):
@@ -43,7 +43,6 @@ def metric_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str, yl
     axis.set(title=title, ylabel=ylabel, xlabel="")
     axis.tick_params(axis="x", rotation=45)
     _finish(run, axis, -0.12)
-    return long
 
 
 # ------------------------------------------------------------------------------------------------ benchmarks chapter
@@ -69,7 +68,6 @@ def facet_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str,
                        height=max(4, 0.45 * systems), aspect=1.1, sharex=False)
     grid.set_axis_labels(xlabel, "")
     _grid_title(grid, f"{title} — {run.caption()}")
-    return long
 
 
 def paper_vs_ours_bars(run, table: pd.DataFrame, metrics: Mapping[str, str], title: str):
@@ -86,7 +84,6 @@ def paper_vs_ours_bars(run, table: pd.DataFrame, metrics: Mapping[str, str], tit
     grid = sns.catplot(data=long, kind="bar", x="score", y="model", hue="reported by", col="metric",
                        height=max(4, 0.35 * len(table)), aspect=1.0, dodge=False)
     _grid_title(grid, f"{title} — {run.caption()}")
-    return long
 
 
 def system_bars(run, table: pd.DataFrame, title: str, xlabel: str = "score (× 100)"):
@@ -101,4 +98,3 @@ def system_bars(run, table: pd.DataFrame, title: str, xlabel: str = "score (× 1
     axis = sns.barplot(data=long, x="score", y="system", hue="metric")
     axis.set(xlabel=xlabel, ylabel="", title=title)
     plt.show()
-    return long
