@@ -58,7 +58,7 @@ __all__ = ["FACETS", "FLEW_BANDS", "TRIPLETS_PER_QUERY", "SPLITTER_AGREEMENT_TAR
            "heldout_triplet_scores", "mdcr_papers",
            "simplex_grid", "combine", "tune_weights", "csfcube_per_query", "csfcube_crossval", "csfcube_systems",
            "seed_spread", "mdcr_scores", "mdcr_tune", "mdcr_fields", "scirepeval_documents", "scirepeval_task_weights", "scirepeval_weighted",
-           "flew_columns", "released_facet_models", "TABLE1_COLUMNS"]
+           "flew_columns", "released_facet_models", "TABLE1_COLUMNS", "FORMAT_COLUMNS"]
 
 
 # ------------------------------------------------------------------------------------ structure
