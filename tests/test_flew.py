@@ -794,3 +794,52 @@ def test_systems_embed_each_benchmark_at_its_length_and_restore_it():
     vectors = systems.embed(encoder, flew.BENCHMARKS)
     assert set(vectors) == {"MDCR", "CSFCube"} and encoder.lengths == [64, 32] and encoder.max_length == 64
     assert list(vectors["MDCR"]) == ["a", "b"] and vectors["MDCR"]["b"][0] == 2.0
+
+
+def test_csfcube_rows_train_the_extra_seeds_and_store_one_row_per_model_and_seed(synthetic_corpus, tmp_path, capsys):
+    """The `real` profile's path (leaderboard_seeds > 1), on CPU: the extra seeds retrain each facet encoder on the
+    same triplets (training is replaced by fixed random vectors here), and every model and seed is a leaderboard row
+    compared with the untrained encoder."""
+    from sdr import book
+    from sdr.book import Fit
+    from sdr.evaluate import csfcube
+    from sdr.synthetic.csfcube import write_csfcube
+
+    folder = write_csfcube(synthetic_corpus, tmp_path / "csfcube", n_queries=6, pool_size=24, seed=0)
+    ids = sorted(csfcube.read_csfcube_papers(folder))
+    rng = np.random.default_rng(0)
+
+    def vectors():
+        return dict(zip(ids, rng.normal(size=(len(ids), 8))))
+
+    p = SimpleNamespace(csfcube_eval=True, seed=0, leaderboard_seeds=2, model_name="minilm", model_layers=2,
+                        weight_step=0.25, csfcube_max_length=32, batch_size=8, accumulation_steps=2, epochs=1)
+    run = SimpleNamespace(p=p, profile="smoke")
+    names = list(flew.FACET_ENCODERS.values())
+
+    def fit(name, seed):
+        trained.append((name, seed))
+        return Fit(name, SimpleNamespace(pooling="mean"), SimpleNamespace(steps=3), 1.0, 0.5, 48)
+
+    trained = []
+    training = flew.FacetTraining(run, {}, None, {}, {}, fits={name: fit(name, 0) for name in names})
+    training.fit, trained[:] = fit, []
+    systems = flew.Systems(run, {"CSFCube": {}}, single={name: {"CSFCube": vectors()}
+                                                         for name in ["untrained encoder", *names]})
+    systems.embed = lambda encoder, benchmarks: {"CSFCube": vectors()}
+    inputs = SimpleNamespace(csfcube=SimpleNamespace(path=folder, kind="replica", source="CSFCube replica"))
+    cs = flew.csfcube_rows(run, inputs, systems, training)
+    assert trained == [(name, 1) for name in names]
+    assert sorted((row["method"], row["seed"]) for row in cs.leaderboard) == \
+        sorted((name, seed) for name in [*names, flew.SUM_NAME] for seed in (0, 1))
+    reference = book.untrained_reference("minilm", 2, "mean", "csfcube")
+    assert {row["reference"] for row in cs.leaderboard} == {reference}
+    assert {row["training"] for row in cs.leaderboard if row["method"] == flew.SUM_NAME} == \
+        {"3 encoders, 1 epoch, 9 steps × 16 triplets in all"}
+    assert list(cs.seeds.index) == [*names, flew.SUM_NAME] and {"seed 0", "seed 1", "Δ vs untrained"} <= set(cs.seeds)
+    assert list(cs.seed_training) == [f"{name} · seed 1" for name in names]
+    assert list(cs.table.index) == [*names, "FLeW (tuned per facet on dev folds)", "untrained encoder"]
+    flew.show_csfcube(run, inputs, cs)
+    assert "training of the extra seeds" in capsys.readouterr().out
+    assert not flew.csfcube_rows(SimpleNamespace(p=SimpleNamespace(csfcube_eval=False)), inputs, systems,
+                                 training).scored

@@ -24,6 +24,8 @@ CHECKS = {
     "specter": ("SPECTER: ",),
     "scincl": ("SciNCL gained only", "training did not lower the loss"),
     "scitoricsbert": ("over untrained [CLS]",),
+    # FLeW checks that every run lowered its training loss before it scores the held-out gain (gain_margin)
+    "flew": ("training did not lower the loss", "held-out triplet loss gains"),
 }
 
 # The trainer scales its loss through torch.amp.GradScaler before backward (a no-op scale on CPU); the planted
