@@ -44,3 +44,23 @@ def metric_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str, yl
     axis.tick_params(axis="x", rotation=45)
     _finish(run, axis, -0.12)
     return long
+
+
+# ------------------------------------------------------------------------------------ CoSaEmb (notebooks/cosaemb.ipynb)
+def paper_vs_ours_bars(run, table: pd.DataFrame, title: str, value_name: str = "score (× 100)",
+                       sources: Sequence[str] | None = None):
+    """A paper-vs-ours table (:func:`sdr.book.results.paper_vs_ours`: ``reported by``, ``model``, metric columns) as
+    horizontal bars, one panel per metric, one bar per row coloured by who reported it; the title carries the
+    caption of ``sources`` (default: the run's data). Shown in: notebooks/cosaemb.ipynb, Paragraph retrieval."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from sdr.book.sources import caption
+
+    long = table.melt(id_vars=["reported by", "model"], var_name="metric", value_name=value_name)
+    grid = sns.catplot(data=long, kind="bar", x=value_name, y="model", hue="reported by", col="metric",
+                       height=max(3.5, 0.4 * len(table)), aspect=1.1, dodge=False)
+    lines = run.sources if sources is None else list(sources)
+    grid.figure.suptitle(f"{title} — {caption(run.profile, lines)}", y=1.03, fontsize=9)
+    plt.show()
+    return long

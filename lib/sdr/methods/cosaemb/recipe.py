@@ -122,7 +122,9 @@ MARGIN_RUNS = {
     "graded (0.5, 1, 1.5)": {"inter": 0.5, "global": 1.0, "local": 1.5},
     "graded (2, 4, 6)": {"inter": 2.0, "global": 4.0, "local": 6.0},
 }
-"""The paper's ablation (§4) plus the flat setting of Table 6 ("w/o margin gradation")."""
+"""The paper's ablation (§4) plus the flat setting of Table 6 ("w/o margin gradation"): the registry of the chapter's
+margin runs (its ``margin_runs`` parameter names entries; the training step, the plan and the tests read it). Shown in:
+notebooks/cosaemb.ipynb, "Training: one run per margin setting, and the control"."""
 
 PAPER_TRAINING = {"model": "allenai/scibert_scivocab_uncased", "max_length": 512, "epochs": 2,
                   "batch_size": 32, "learning_rate": 2e-5, "schedule": "slanted_triangular",
@@ -159,6 +161,8 @@ def cosaemb_aspect(heading: str | None) -> str:
     in the heading wins; "Experimental Setup" is a results heading (its first keyword is "experiment").
     Empty headings, "Acknowledgements", "Appendix" and topical headings ("DNA extraction") all go to
     Methods, as the paper says unmatched headings do.
+
+    Shown in: notebooks/cosaemb.ipynb, "Sections → aspects: the heading rule".
     """
     text = _HEADING_NUMBER.sub("", heading if isinstance(heading, str) else "").strip().lower()
     match = _KEYWORD_PATTERN.search(text)
@@ -203,7 +207,8 @@ class AspectText:
 
 def aspect_texts(paper: Paper) -> list[AspectText]:
     """§3.3.1: the sections of ``paper`` merged by kind (:func:`cosaemb_aspect` of each heading) into one text
-    per aspect, in :data:`ASPECTS` order; aspects without a section are absent (so at most five per paper)."""
+    per aspect, in :data:`ASPECTS` order; aspects without a section are absent (so at most five per paper).
+    Shown in: notebooks/cosaemb.ipynb, "Training data: SPECTER's triplets, full text, chunks"."""
     headings: dict[str, list[str]] = {aspect: [] for aspect in ASPECTS}
     paragraphs: dict[str, list[str]] = {aspect: [] for aspect in ASPECTS}
     for section in paper.sections:
@@ -318,6 +323,9 @@ def cosaemb_triplets(
     with an abstract give no intra-document triplet and are counted. ``both_directions`` adds eqs. 8-9's reversed
     pairs (abstract → first chunk, chunk i → chunk i+1). Returns ``(triplets, texts, report)``: ``texts`` maps
     every id used to its input text.
+
+    Shown in: notebooks/cosaemb.ipynb, "Training data: SPECTER's triplets, full text, chunks" (and the held-out
+    triplets of "The order of distances on held-out papers").
     """
     for kind in ("local", "global", "inter"):
         if kind not in margins:
@@ -402,7 +410,8 @@ def with_margins(triplets: Iterable[Triplet], margins: Mapping[str, float]) -> l
 
 
 def cosaemb_objective(texts: Mapping[str, str]) -> TripletObjective:
-    """Eq. 5: ``max(0, d(q, k+)² − d(q, k−)² + m_t)`` with each triplet's own margin."""
+    """Eq. 5: ``max(0, d(q, k+)² − d(q, k−)² + m_t)`` with each triplet's own margin. Shown in:
+    notebooks/cosaemb.ipynb, "Training: one run per margin setting, and the control"."""
     return TripletObjective(texts, TripletMarginLoss(distance="squared_l2"), per_example_margin=True)
 
 
@@ -413,6 +422,8 @@ def counts_tables(report: TripletReport) -> tuple[pd.DataFrame, pd.DataFrame]:
     The paper counts one global triplet per aspect text and one local triplet per pair of consecutive chunks
     (its Table 2 sums to Table 3). Table 3's ``triplets trained`` column is what the run trains: the same
     counts, or twice the intra-document ones with ``both_directions``.
+
+    Shown in: notebooks/cosaemb.ipynb, "Counts in the shape of the paper's Tables 2 and 3".
     """
     check_counts(report)
     table2 = pd.DataFrame({
@@ -438,7 +449,8 @@ def counts_tables(report: TripletReport) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def aspect_paragraphs(papers: Iterable[Paper]) -> list[ParagraphChunk]:
     """Table 6's retrieval set: one text per aspect of each paper (``<paper_id>#<aspect>``, the aspect's paragraphs
-    joined), the "section texts" of §5 as the model sees sections (§3.3.1)."""
+    joined), the "section texts" of §5 as the model sees sections (§3.3.1).
+    Shown in: notebooks/cosaemb.ipynb, "Paragraph retrieval (Table 6 set-up)"."""
     chunks = []
     for paper in papers:
         for text in aspect_texts(paper):
@@ -454,6 +466,8 @@ def facet_query_text(paper: Paper, facet: str, sep: str) -> str:
     The paper separates title and abstract "with our special tokens in addition to the [SEP] token" and
     does not give the order; we put the facet tokens where [ABS] stands in the abstract input (after [SEP],
     before the abstract), background as ``[INTR] [RW]``.
+
+    Shown in: notebooks/cosaemb.ipynb, "CSFCube (Table 4)".
     """
     if facet not in FACET_TOKENS:
         raise ValueError(f"unknown CSFCube facet {facet!r}; expected one of {sorted(FACET_TOKENS)}")
@@ -467,6 +481,8 @@ def triplet_distances(encoder, triplets: Sequence[Triplet], texts: Mapping[str, 
 
     ``ordered`` is whether the positive is nearer than the negative — the order of distances that margin
     gradation is meant to produce (own sections < cited papers < papers not cited).
+
+    Shown in: notebooks/cosaemb.ipynb, "The order of distances on held-out papers".
     """
     ids = sorted({i for t in triplets for i in (t.query, t.positive, t.negative)})
     missing = [i for i in ids if i not in texts]
@@ -484,7 +500,8 @@ def triplet_distances(encoder, triplets: Sequence[Triplet], texts: Mapping[str, 
 
 def margin_loss(distances: pd.DataFrame, margins: Mapping[str, float] = PAPER_MARGINS) -> float:
     """Eq. 5 averaged over the rows of :func:`triplet_distances`, each with the margin of its kind: the loss of
-    :func:`cosaemb_objective` on those triplets, from distances already computed (no second encoding)."""
+    :func:`cosaemb_objective` on those triplets, from distances already computed (no second encoding).
+    Shown in: notebooks/cosaemb.ipynb, "The order of distances on held-out papers"."""
     margin = distances["kind"].map({k: float(v) for k, v in margins.items()})
     if margin.isna().any():
         raise ValueError(f"margin_loss: no margin for kinds {sorted(set(distances['kind'][margin.isna()]))}")
