@@ -678,7 +678,8 @@ def csfcube_figure(run, table: pd.DataFrame, source: str):
     long[["facet", "metric"]] = long["column"].str.split("_", n=1, expand=True)
     long["system"] = long["model"] + " · " + long["reported by"].str.replace("CoSaEmb, Table 4", "paper")
     grid = sns.catplot(data=long[long["metric"].isin(["rp", "ndcg%20"])], kind="bar", x="score", y="system",
-                       hue="facet", col="metric", height=max(3.5, 0.45 * len(table)), aspect=1.0, sharex=False)
+                       hue="facet", col="metric", height=max(3.5, 0.45 * len(table)), aspect=1.3, sharex=False)
+    grid.set_titles("{col_name}")  # short panel titles: "metric = ndcg%20" overlapped its neighbour
     grid.set_axis_labels("score (× 100, test)", "")
     grid.figure.suptitle(f"CSFCube — {book.caption(run.profile, [source])}", y=1.03, fontsize=9)
     plt.show()
