@@ -1,5 +1,5 @@
-"""The CoSaEmb chapter's steps (sdr.methods.cosaemb.chapter): each check of an invariant passes on what the recipe
-builds and stops, with its message, on a planted fault (the whole chapter runs in tests/test_chapters.py)."""
+"""The CoSaEmb chapter's steps (sdr.methods.cosaemb.chapter and .scoring): each check of an invariant passes on what
+the recipe builds and stops, with its message, on a planted fault (the whole chapter runs in tests/test_chapters.py)."""
 
 from __future__ import annotations
 
