@@ -70,20 +70,28 @@ def facet_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str,
     _grid_title(grid, f"{title} — {run.caption()}")
 
 
-def paper_vs_ours_bars(run, table: pd.DataFrame, metrics: Mapping[str, str], title: str):
-    """A paper-vs-ours table (:func:`sdr.book.paper_vs_ours`: ``reported by``, ``model``, metric columns) as bars,
-    one panel per metric (``metrics``: column → panel name), the papers' rows and ours coloured apart; empty cells
-    left out. The title carries the run's caption.
+def paper_vs_ours_bars(run, table: pd.DataFrame, title: str, metrics: Mapping[str, str] | None = None,
+                       value_name: str = "score", sources: Sequence[str] | None = None):
+    """A paper-vs-ours table (:func:`sdr.book.paper_vs_ours`: ``reported by``, ``model``, metric columns) as
+    horizontal bars, one panel per metric (``metrics``: column → panel name; default every metric column), the
+    papers' rows and ours coloured apart; empty cells left out. The title carries the caption of ``sources``
+    (default: the run's data).
 
-    Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
+    Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct); notebooks/cosaemb.ipynb,
+    Paragraph retrieval."""
     import seaborn as sns
 
-    long = table.melt(id_vars=["reported by", "model"], value_vars=list(metrics), var_name="metric",
-                      value_name="score").dropna()
-    long["metric"] = long["metric"].map(dict(metrics))
-    grid = sns.catplot(data=long, kind="bar", x="score", y="model", hue="reported by", col="metric",
-                       height=max(4, 0.35 * len(table)), aspect=1.0, dodge=False)
-    _grid_title(grid, f"{title} — {run.caption()}")
+    from sdr.book.sources import caption
+
+    columns = list(metrics) if metrics is not None else [c for c in table.columns if c not in ("reported by", "model")]
+    long = table.melt(id_vars=["reported by", "model"], value_vars=columns, var_name="metric",
+                      value_name=value_name).dropna()
+    if metrics is not None:
+        long["metric"] = long["metric"].map(dict(metrics))
+    grid = sns.catplot(data=long, kind="bar", x=value_name, y="model", hue="reported by", col="metric",
+                       height=max(3.5, 0.4 * len(table)), aspect=1.1, dodge=False)
+    lines = run.sources if sources is None else list(sources)
+    _grid_title(grid, f"{title} — {caption(run.profile, lines)}")
 
 
 def system_bars(run, table: pd.DataFrame, title: str, xlabel: str = "score (× 100)"):
