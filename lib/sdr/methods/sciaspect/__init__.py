@@ -10,9 +10,10 @@
   configurations 5.1/5.2/5.3 (:data:`L2_CONFIGS`, Table 6.7).
 
 The package is split by what changes each part: :mod:`.data` (the thesis' citation data and its evaluation sets'
-papers), :mod:`.sampling` (the samplers and their rules), :mod:`.recipe` (objectives, training setup, embeddings)
-and :mod:`.chapter` (the chapter's registries of trained rows and its steps, one call each). Everything is
-re-exported here, so ``from sdr.methods import sciaspect; sciaspect.X`` reaches any of them.
+papers), :mod:`.sampling` (the samplers and their rules), :mod:`.recipe` (objectives, training setup, embeddings),
+:mod:`.registry` (what the chapter samples, trains and shows, said once), :mod:`.chapter` (the chapter's steps up to
+training, and its record) and :mod:`.scoring` (its scoring steps). Everything is re-exported here, so
+``from sdr.methods import sciaspect; sciaspect.X`` reaches any of them.
 """
 
 from sdr.methods.sciaspect.data import *  # noqa: F401,F403
@@ -21,5 +22,11 @@ from sdr.methods.sciaspect.sampling import *  # noqa: F401,F403
 from sdr.methods.sciaspect.sampling import __all__ as _sampling_all
 from sdr.methods.sciaspect.recipe import *  # noqa: F401,F403
 from sdr.methods.sciaspect.recipe import __all__ as _recipe_all
+from sdr.methods.sciaspect.registry import *  # noqa: F401,F403
+from sdr.methods.sciaspect.registry import __all__ as _registry_all
+from sdr.methods.sciaspect.chapter import *  # noqa: F401,F403
+from sdr.methods.sciaspect.chapter import __all__ as _chapter_all
+from sdr.methods.sciaspect.scoring import *  # noqa: F401,F403
+from sdr.methods.sciaspect.scoring import __all__ as _scoring_all
 
-__all__ = [*_data_all, *_sampling_all, *_recipe_all]
+__all__ = [*_data_all, *_sampling_all, *_recipe_all, *_registry_all, *_chapter_all, *_scoring_all]

@@ -37,7 +37,10 @@ def read_thesis_citations(folder: str | Path) -> ThesisData:
     """Read a ``s2_citations_thesis`` folder (:mod:`sdr.fetchers.semantic_scholar` writes it): the Graph API
     pages through :func:`sdr.corpus.read_s2_citations` (anchors' references and citations, and the references'
     own reference pages, so references-of-references are edges of the graph) and ``anchors.txt`` (one anchor id a
-    line). Anchors with no link at all are counted and left out of :attr:`ThesisData.anchors`."""
+    line). Anchors with no link at all are counted and left out of :attr:`ThesisData.anchors`.
+
+    Shown in: notebooks/sciaspect.ipynb, Data: a citation graph with intents.
+    """
     folder = Path(folder)
     anchors_file = folder / "anchors.txt"
     if not anchors_file.exists():
@@ -104,6 +107,8 @@ def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Ite
 
     Returns ``(filtered ThesisData, table)``: one row per set with its size and id form, the papers it shares with
     the training graph, how many of those are anchors, and the edges that touch them.
+
+    Shown in: notebooks/sciaspect.ipynb, Data: a citation graph with intents.
     """
     import pandas as pd
 
@@ -184,7 +189,10 @@ def table_6_11_rows(result: Mapping) -> dict[str, float]:
     """One model's column of Table 6.11 from :func:`sdr.evaluate.scirepeval.evaluate`'s output: the ten SciDocs
     rows, the format averages without SciDocs, Out-of-/In-task, SciDocs, All and "Avg without SciDocs" (the mean
     of the non-SciDocs tasks' scores; the thesis' values are that mean over its 17 tasks). A row whose tasks did
-    not run is NaN."""
+    not run is NaN.
+
+    Shown in: notebooks/sciaspect.ipynb, SciRepEval: Table 6.11.
+    """
     from sdr.evaluate import scirepeval
 
     nan = float("nan")

@@ -50,7 +50,10 @@ FACET_TO_ASPECT = {"background": "background", "method": "method", "result": "re
 def paper_train_config(**overrides) -> TrainConfig:
     """The thesis' training setup (§4.4) as a :class:`TrainConfig`: AdamW (ε 1e-8), lr 2e-5, cosine schedule
     with 100 warm-up steps, 2 epochs, effective batch 8 for the contrastive runs (8 × 1 here; on a small
-    GPU 2 × 4 is the same). ``overrides`` replace any field (the chapter's CPU budgets)."""
+    GPU 2 × 4 is the same). ``overrides`` replace any field (the chapter's CPU budgets).
+
+    Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget.
+    """
     settings = dict(epochs=2, batch_size=8, accumulation_steps=1, learning_rate=2e-5, schedule="cosine",
                     warmup_steps=100)
     settings.update(overrides)
@@ -186,7 +189,10 @@ class Run:
 def split_probe(examples: Sequence, train_examples: int, seed: int, probe_size: int = PROBE_SIZE):
     """``(training instances, probe)``: a seeded permutation whose first ``probe_size`` instances are the probe,
     never trained on, and whose next ``train_examples`` (0: all the rest) are the training instances, in their
-    original order. Fewer than ``probe_size + 1`` instances is an error: there would be no held-out probe."""
+    original order. Fewer than ``probe_size + 1`` instances is an error: there would be no held-out probe.
+
+    Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget.
+    """
     if len(examples) <= probe_size:
         raise ValueError(f"split_probe: {len(examples)} instances cannot give a held-out probe of {probe_size} "
                          f"and a training set; sample more anchors")
@@ -207,6 +213,8 @@ def train_runs(runs: Mapping[tuple[str, str], Run], example_sets: Mapping[tuple[
     its instances, optimizer steps and the loss on its held-out probe before and after training, every optimizer
     step's loss, and ``{key: the saved model folder}`` (a sentence-transformers folder: ``sdr evaluate all --model``
     reads it).
+
+    Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget.
     """
     import copy
     import re
@@ -249,6 +257,8 @@ def embedding_variants(objective: AspectContrastiveObjective, ids: Sequence[str]
 
     ``"encoder"`` (the encoder alone, the thesis' inference embedding), one per aspect head in
     :data:`ASPECT_SPACES` (eq. 5.2), and ``"concat"`` (the three projections concatenated, eq. 5.3).
+
+    Shown in: notebooks/sciaspect.ipynb, SciDocs: Tables 6.3–6.7.
     """
     embeddings = np.asarray(embeddings, dtype=np.float32)
     if embeddings.shape[0] != len(ids):
@@ -272,6 +282,8 @@ def csfcube_results(encoder, objective: AspectContrastiveObjective | None, paper
     5.3). ``objective=None`` (the untrained encoder) gives ``"encoder"`` only. Each value is
     :func:`sdr.evaluate.csfcube.evaluate` with per-query scores (``return_per_query=True``), ready for
     :func:`sdr.book.csfcube_per_query`. The encoder's own ``max_length`` is restored afterwards.
+
+    Shown in: notebooks/sciaspect.ipynb, Do the aspect spaces capture CSFCube's facets?
     """
     from sdr.evaluate import csfcube
 

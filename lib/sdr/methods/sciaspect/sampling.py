@@ -98,6 +98,8 @@ def specter_cl_examples(
 
     Choice: with 2 positives an instance, the fifth positive is left out (2 instances of 2), so that every
     instance of a variant has the same shape.
+
+    Shown in: notebooks/sciaspect.ipynb, Sampling.
     """
     if variant not in SPECTERCL_VARIANTS:
         raise ValueError(f"unknown SPECTERCL variant {variant!r}; expected one of {list(SPECTERCL_VARIANTS)}")
@@ -354,6 +356,8 @@ def aspect_examples(
     Deterministic for a seed: one generator consumed in query order, aspects in :data:`ASPECT_SPACES` order.
     The report's ``collisions`` counts pairs that are positive and negative *within the same aspect*;
     across aspects the same pair is meant to be both.
+
+    Shown in: notebooks/sciaspect.ipynb, Sampling.
     """
     method = {"l1": "sciaspect_examples", "l2": "sciaspect_l2_examples"}.get(level)
     if method is None:
@@ -480,6 +484,8 @@ def violations(graph: CitationGraph, examples: Sequence[AspectExample], anchors:
     negative is not linked to the anchor (L1, §5.3) and, at L2, not a reference-of-reference of it either
     (§5.5); a global negative (hybrid) is a reference-of-reference that is not a direct link, or an easy one
     that is neither (§5.1).
+
+    Shown in: notebooks/sciaspect.ipynb, Sampling.
     """
     anchors = anchors if isinstance(anchors, (set, frozenset)) else set(anchors)
     problems = []
