@@ -12,7 +12,7 @@
 The package is split by what changes each part: :mod:`.data` (the thesis' citation data and its evaluation sets'
 papers), :mod:`.sampling` (the samplers and their rules), :mod:`.recipe` (objectives, training setup, embeddings),
 :mod:`.registry` (what the chapter samples, trains and shows, said once), :mod:`.chapter` (the chapter's steps up to
-training, and its record) and :mod:`.scoring` (its scoring steps). Everything is re-exported here, so
+training) and :mod:`.scoring` (its scoring steps and its record). Everything is re-exported here, so
 ``from sdr.methods import sciaspect; sciaspect.X`` reaches any of them.
 """
 
