@@ -28,6 +28,8 @@ CHECKS = {
     "flew": ("training did not lower the loss", "held-out triplet loss gains"),
     # CoSaEmb checks that training lowered the probe loss of the paper's margins before the held-out gain
     "cosaemb": ("training did not lower the probe loss", "% held-out loss below the untrained encoder's"),
+    # SciAspect checks the held-out probe losses right after training (sciaspect.expect_lower_probe_loss)
+    "sciaspect": ("training did not lower the held-out loss",),
 }
 
 # The trainer scales its loss through torch.amp.GradScaler before backward (a no-op scale on CPU); the planted

@@ -106,3 +106,36 @@ def system_bars(run, table: pd.DataFrame, title: str, xlabel: str = "score (× 1
     axis = sns.barplot(data=long, x="score", y="system", hue="metric")
     axis.set(xlabel=xlabel, ylabel="", title=title)
     plt.show()
+    return long
+
+
+# ------------------------------------------------------------------------------------------------- sciaspect
+# Appended for the SciAspect chapter (issue 31); generic: any chapter training many runs or reading a paper's sweeps.
+def loss_per_run(run, history: pd.DataFrame, title: str = "Training loss of every run (one line per model)"):
+    """Every run's loss per optimizer step, one line per run (``history``: columns ``step``, ``loss``, ``model``),
+    without a legend: for chapters that train many runs, whose names the loss table beside it gives.
+    Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget."""
+    import seaborn as sns
+
+    axis = sns.lineplot(data=history, x="step", y="loss", hue="model", legend=False)
+    axis.set(title=title, xlabel="optimizer step")
+    _finish(run, axis, -0.04)
+
+
+def sweeps(run, curves: Mapping[str, pd.DataFrame], log_x: Sequence[str] = (), ylabel: str = "score"):
+    """A paper's sweeps beside ours: one column per swept parameter (``curves``: its axis label → a frame with
+    ``value``, ``score`` and ``reported by``), one row per reporter (the paper's printed scores above ours, each on
+    its own scale: the shapes compare, the levels need not). The axis labels in ``log_x`` get a log scale.
+    Shown in: notebooks/sciaspect.ipynb, The τ and α sweeps."""
+    import matplotlib.pyplot as plt
+
+    rows = max(frame["reported by"].nunique() for frame in curves.values())
+    figure, axes = plt.subplots(rows, len(curves), figsize=(5 * len(curves), 3 * rows), sharex="col", squeeze=False)
+    for column, (name, frame) in enumerate(curves.items()):
+        for row, reporter in enumerate(frame["reported by"].unique()):
+            part = frame[frame["reported by"] == reporter].sort_values("value")
+            axes[row, column].plot(part["value"], part["score"], marker="o", color=f"C{row}")
+            axes[row, column].set(title=reporter, ylabel=ylabel, xscale="log" if name in log_x else "linear")
+        axes[rows - 1, column].set_xlabel(name)
+    figure.tight_layout()
+    _finish(run, figure, -0.03)
