@@ -106,7 +106,6 @@ def system_bars(run, table: pd.DataFrame, title: str, xlabel: str = "score (× 1
     axis = sns.barplot(data=long, x="score", y="system", hue="metric")
     axis.set(xlabel=xlabel, ylabel="", title=title)
     plt.show()
-    return long
 
 
 # ------------------------------------------------------------------------------------------------- sciaspect

@@ -136,8 +136,8 @@ def sweeps(run, ours: pd.DataFrame, comparisons: Comparisons) -> dict[str, pd.Da
 def sweep_figure(run, ours: pd.DataFrame, comparisons: Comparisons):
     """The τ and α sweeps, the thesis' printed average above our ``avg10`` (:func:`sdr.book.figures.sweeps`).
     Shown in: notebooks/sciaspect.ipynb, The τ and α sweeps."""
-    return book.figures.sweeps(run, sweeps(run, ours, comparisons),
-                               log_x=[sweep.axis for sweep in SWEEPS.values() if sweep.log])
+    book.figures.sweeps(run, sweeps(run, ours, comparisons),
+                        log_x=[sweep.axis for sweep in SWEEPS.values() if sweep.log])
 
 
 @dataclass
