@@ -521,7 +521,7 @@ def offline(tmp_path, monkeypatch):
     def refuse(url, *args, **kwargs):
         raise urllib.error.URLError("offline (test)")
 
-    monkeypatch.setattr(datasets.urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(datasets.download.urllib.request, "urlopen", refuse)
     return tmp_path / "cache"
 
 
@@ -546,7 +546,7 @@ def test_an_interrupted_download_leaves_nothing(offline, tmp_path, monkeypatch):
         out.write(b"hel")
         raise KeyboardInterrupt  # … but this one is cut off half-way (Ctrl-C)
 
-    monkeypatch.setattr(datasets.shutil, "copyfileobj", interrupted)
+    monkeypatch.setattr(datasets.download.shutil, "copyfileobj", interrupted)
     with pytest.raises(KeyboardInterrupt):
         datasets.fetch(entry, progress=False)
     assert not offline.exists()
