@@ -122,7 +122,8 @@ def test_facets_split_refuses_its_own_input(tmp_path, classifier, capsys):
 
 
 def test_facets_train_refuses_its_data_and_an_existing_model(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(facets, "train_classifier", lambda *a, **k: pytest.fail("trained before the check"))
+    # sdr facets train looks train_classifier up in sdr.facets.cli
+    monkeypatch.setattr(facets.cli, "train_classifier", lambda *a, **k: pytest.fail("trained before the check"))
     data = tmp_path / "csabstruct"
     data.mkdir()
     train = write(data / "train.jsonl", json.dumps({"sentences": ["a", "b"], "labels": ["method", "result"]}) + "\n")

@@ -11,7 +11,7 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("sdr.datasets", "sdr.samplers", "sdr.graph", "sdr.corpus")
+PACKAGES = ("sdr.datasets", "sdr.samplers", "sdr.graph", "sdr.corpus", "sdr.facets")
 
 
 def defined_public_names(module) -> dict[str, object]:

@@ -14,7 +14,7 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets.cli", "sdr.cfs3", "sdr.graph.cli", "sdr.facets",
+    "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets.cli", "sdr.cfs3", "sdr.graph.cli", "sdr.facets.cli",
     "sdr.dryrun",
 )
 
