@@ -10,7 +10,7 @@ import json
 import sys
 
 from sdr.datasets.download import DatasetUnavailable, fetch_any, fetch_model
-from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, DATASETS, get
+from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, DATASETS, REAL_PROFILE_DATA, get
 from sdr.datasets.status import chapter_status, status_table, verified_folder, verify
 
 

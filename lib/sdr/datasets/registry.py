@@ -515,6 +515,12 @@ def get(name: str | Dataset) -> Dataset:
 
 # Every dataset a chapter reads at the ``paper`` profile. ChapterData checks (and downloads) all of them before
 # the chapter does anything else, so a missing one stops the chapter in seconds, not after hours of training.
+
+#: What the ``real`` profile reads when it finds it (``$SDR_DATA`` or the cache), else a replica: the real data of the
+#: book's mirror (``make data-real`` and the publish workflow fetch these into the cache).
+REAL_PROFILE_DATA = ("csfcube", "csabstruct", "scicite", "academic_phrasebank", "s2orc_sample", "specter_sample",
+                     "scirepeval")
+
 CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "s2orc_specter"),
     "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
