@@ -9,7 +9,8 @@ API-built datasets are written *by their fetchers* (:mod:`sdr.fetchers`) answeri
 the synthetic corpus in the APIs' JSON shapes, so the fetchers' code runs as well.
 
 :func:`run` then executes the chapters with papermill at ``paper`` plus the ``dry_run`` caps of ``profiles.yml``
-(the offline MiniLM instead of SciBERT, a few steps: sizes only), with ``SDR_PAPER_DRY_RUN=1`` and
+(tiny random stand-ins of SciBERT and the released models in their families and layouts, a few steps: sizes
+only), with ``SDR_PAPER_DRY_RUN=1`` and
 ``SDR_OFFLINE=1``. Under the paper policy every replica writer raises, so a chapter that reads a replica at
 ``paper`` fails here. ``make paper-dry-run`` runs it; ``.ci/run`` runs it after ``make test``.
 """
@@ -461,8 +462,9 @@ def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: 
     mirror = workdir / "mirror"
     started = time.perf_counter()
     made = build_mirror(mirror, [c for c in chapters if c in datasets.CHAPTER_DATA], real_data)
+    models = write_model_stand_ins(mirror, needed_models(chapters), FixtureCorpus())
     print(f"[dry run] mirror {mirror} in {time.perf_counter() - started:.0f} s: "
-          + ", ".join(f"{k} {v}" for k, v in made.items()), flush=True)
+          + ", ".join(f"{k} {v}" for k, v in made.items()) + f"; {len(models)} model stand-ins", flush=True)
     environment = {"SDR_DATA": str(mirror), "SDR_DATA_CACHE": str(workdir / "cache"),
                    "SDR_RESULTS": str(workdir / "results"), datasets.DRY_RUN_ENV: "1", "SDR_OFFLINE": "1",
                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **book.KERNEL_ENVIRONMENT}

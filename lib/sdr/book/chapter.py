@@ -148,8 +148,8 @@ class ChapterRun:
     @cached_property
     def runs(self) -> Path:
         """The chapter's run folder in the results store (:func:`sdr.book.runs.run_dir`), keyed by the
-        parameters that change training and the data inputs resolved when it is first asked for (so ask after the
-        chapter resolved its inputs)."""
+        parameters that change training and the training data resolved when it is first asked for (ask after
+        the chapter resolved its inputs)."""
         keys = self.training_keys
         if keys is None:
             keys = getattr(self.method, "TRAINING_PARAMETERS", None)
@@ -159,9 +159,10 @@ class ChapterRun:
         unknown = [key for key in keys if not hasattr(self.p, key)]
         if unknown:
             raise ValueError(f"{self.chapter}: training keys {unknown} are not parameters of the notebook")
-        # the data too: the same parameters on other data (a replica, then the real set) must not resume its runs
+        # the training data too: the same parameters on other data (a replica, then the real set) must not resume
+        # another run's checkpoints
         return run_dir(self.chapter, self.profile, {**{key: getattr(self.p, key) for key in keys},
-                                                    "data": list(self.data.sources)})
+                                                    "training data": self.data.training_sources})
 
     @cached_property
     def method(self):

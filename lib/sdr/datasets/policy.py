@@ -195,6 +195,7 @@ class ChapterData:
             self.download = False
         self.models = tuple(dict.fromkeys([*models, *CHAPTER_MODELS.get(chapter, ())]))
         self._model_sources: dict[str, str] = {}
+        self._training_sources: list[str] = []
         if needs is None:
             needs = CHAPTER_DATA.get(chapter, ())
         self.needs = tuple(dict.fromkeys(needs))
@@ -309,8 +310,19 @@ class ChapterData:
 
     def model(self, name: str) -> str:
         """The name or folder to load a model from. At ``paper`` the model was checked (or downloaded) before the
-        chapter started; in the paper dry run every Hub model is the offline MiniLM stand-in, and the page says so."""
+        chapter started. In the paper dry run a Hub model loads from its tiny random stand-in in the mirror
+        (``<$SDR_DATA>/models/<org>__<name>``, in its family and released layout: :mod:`sdr.synthetic.models`), or,
+        where the mirror has none, from the offline MiniLM; the page says which."""
         if dry_run() and not Path(name).exists() and name.lower() not in _MINILM_NAMES:
+            from sdr.datasets.download import data_root
+            from sdr.synthetic.models import folder_name, stand_in_for
+
+            root = data_root()
+            folder = root / "models" / folder_name(name) if root is not None else None
+            if folder is not None and folder.is_dir():
+                self._model_sources[name] = (f"{name}: a tiny random {stand_in_for(name).family} stand-in in its "
+                                             "released layout [paper dry run]")
+                return str(folder)
             self._model_sources[name] = f"{name}: the offline all-MiniLM-L6-v2 as its stand-in [paper dry run]"
             return "minilm"
         return name
@@ -340,7 +352,14 @@ class ChapterData:
 
         return get_it
 
+    @property
+    def training_sources(self) -> list[str]:
+        """The lines of the inputs read with ``role="training"``: what a training run's checkpoints depend on."""
+        return list(self._training_sources)
+
     def _remember(self, item: DataInput, role: str = "evaluation") -> DataInput:
+        if role == "training" and item.source not in self._training_sources:
+            self._training_sources.append(item.source)
         key = item.name
         known = self.inputs.get(key)
         if known is not None and (known.kind, known.path) != (item.kind, item.path):
