@@ -91,6 +91,7 @@ class ChapterRun:
     sources_extra: list[str] = field(default_factory=list)
     fits: dict[str, Fit] = field(default_factory=dict)
     loads_model: bool = True
+    branches: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         names = notebook_parameters(paths.NOTEBOOKS / f"{self.chapter}.ipynb")
@@ -116,6 +117,52 @@ class ChapterRun:
         import seaborn as sns
 
         sns.set_theme(style="whitegrid")
+
+    # ------------------------------------------------------------------------------------ parts, cost, branches
+    @cached_property
+    def parts(self) -> tuple[str, ...]:
+        """The parts this run runs: the ``parts`` parameter (``"all"``, ``"headline"`` or names) resolved against
+        the method's ``PARTS`` registry (:func:`sdr.plan.resolve_parts`); every part where the chapter has no
+        registry or no ``parts`` parameter."""
+        from sdr.plan import resolve_parts
+
+        registry = getattr(self.method, "PARTS", None)
+        if registry is None:
+            return ()
+        return resolve_parts(getattr(self.p, "parts", "all"), registry)
+
+    def runs_part(self, name: str) -> bool:
+        """Whether part ``name`` runs; a step of a part not run prints one line saying so (and how to run it)."""
+        registry = getattr(self.method, "PARTS", None)
+        if registry is not None and name not in registry:
+            raise ValueError(f"{self.chapter}: {name!r} is not a part of the chapter; its PARTS are {list(registry)}")
+        runs = registry is None or name in self.parts
+        if not runs:
+            print(f"part {name!r} not run at this profile (parts = {getattr(self.p, 'parts', 'all')!r}; it reproduces "
+                  f"{registry[name].reproduces}; add it to `parts` to run it)")
+        return runs
+
+    @cached_property
+    def plan(self):
+        """The chapter's whole cost at this run's parameters (``sdr.methods.<chapter>.cost_plan``), every part with
+        the parts this run runs marked; :meth:`show_plan` prints it."""
+        cost_plan = getattr(self.method, "cost_plan", None)
+        if cost_plan is None:
+            raise ValueError(f"sdr.methods.{self.chapter} defines no cost_plan")
+        return cost_plan(self.p)
+
+    def show_plan(self) -> None:
+        """At ``paper``, before anything trains: every part's training runs, encodings, graph, kNN, SVM and fetch
+        work with their GPU hours (measured GPU; others scaled and labelled) and the totals. Nothing at smoke and
+        real, whose sizes are not the papers'."""
+        if self.data.policy.real_only:
+            self.plan.show()
+
+    def branch(self, name: str) -> None:
+        """Record that the run took a branch of the ``paper`` path (stored with the results as ``branches``); the
+        paper dry run checks that each chapter took the branches its method lists in ``DRY_RUN_BRANCHES``."""
+        if name not in self.branches:
+            self.branches.append(name)
 
     # ------------------------------------------------------------------------------------ what the page says
     @property
@@ -241,6 +288,11 @@ class ChapterRun:
              sources: Sequence[str] | None = None) -> Path:
         """Store the chapter's tables and extra values (:func:`sdr.book.results.save_results`)."""
         sources = list(sources) if sources is not None else [*self.sources, *self.data.model_sources]
+        extra = dict(extra or {})
+        if self.branches:
+            extra["branches"] = list(self.branches)
+        if self.parts:
+            extra["parts"] = list(self.parts)
         return save_results(self.chapter, self.profile, tables, sources, extra)
 
 
