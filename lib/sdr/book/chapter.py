@@ -74,6 +74,10 @@ class ChapterRun:
         training_keys: the parameters that change training (they key :attr:`runs`, so a rerun with
             ``resume = True`` finds the same checkpoints). Default: the method module's ``TRAINING_PARAMETERS``.
         models: models the chapter loads beside ``model_name`` (checked at ``paper`` before anything runs).
+        needs: the datasets checked at ``paper`` before anything runs, where they differ from
+            ``sdr.datasets.CHAPTER_DATA[chapter]`` (e.g. SciToricsBERT without the CFS3 release reads its sources).
+        base_model: False for a chapter that loads no model (CFS3 builds data): its ``model_name`` is then not
+            checked at ``paper``.
 
     Example::
 
@@ -86,6 +90,8 @@ class ChapterRun:
     namespace: Mapping
     training_keys: Sequence[str] | None = None
     models: Sequence[str] = ()
+    needs: Sequence[str] | None = None
+    base_model: bool = True
     sources_extra: list[str] = field(default_factory=list)
     fits: dict[str, Fit] = field(default_factory=dict)
 
@@ -100,9 +106,10 @@ class ChapterRun:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"sdr-{self.chapter}-"))
         from sdr import datasets
 
-        models = [getattr(self.p, "model_name", None), *self.models]
+        models = [getattr(self.p, "model_name", None) if self.base_model else None, *self.models]
         self.data = datasets.ChapterData(self.chapter, self.profile, getattr(self.p, "use_real_data", "auto"),
-                                         models=[m for m in models if m], workdir=self.workdir / "data")
+                                         needs=self.needs, models=[m for m in models if m],
+                                         workdir=self.workdir / "data")
         import seaborn as sns
 
         sns.set_theme(style="whitegrid")
