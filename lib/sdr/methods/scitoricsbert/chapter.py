@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
@@ -289,6 +290,11 @@ def train_runs(run, inputs: ChapterInputs, sets: TrainingSets) -> TrainedRuns:
                             label_counts=p.label_counts, label_losses=p.label_losses, label_seeds=p.label_seeds,
                             seed=p.seed, label_max_steps=p.label_max_steps))
     folder = runs_folder(run, inputs)
+    # The class weights of softmax and ArcFace are drawn when the objective is built, before train() seeds torch:
+    # every later run draws them from the state the run before it left (a function of that run's seed), but the
+    # first drew them from the process' initial state, which torch seeds at random, so its scores changed from one
+    # execution to the next. Seeding here makes the first run reproducible and leaves every later one as it was.
+    torch.manual_seed(p.seed)
     runs, validation_rows, shapes, cf_rows, per_query = [], [], {}, [], {}
     for data_name, (train_items, valid_items) in sets.sets.items():
         labels = label_space(train_items, valid_items)
