@@ -76,6 +76,8 @@ class ChapterRun:
         models: models the chapter loads beside ``model_name`` (checked at ``paper`` before anything runs).
         loads_model: False for a chapter that loads no model (the Summary reads only the results store), so
             ``model_name`` is not checked, nor downloaded, at ``paper``.
+        needs: the datasets checked at ``paper`` before anything runs, where they differ from
+            ``sdr.datasets.CHAPTER_DATA[chapter]`` (e.g. SciToricsBERT without the CFS3 release reads its sources).
 
     Example::
 
@@ -88,7 +90,9 @@ class ChapterRun:
     namespace: Mapping
     training_keys: Sequence[str] | None = None
     models: Sequence[str] = ()
+    needs: Sequence[str] | None = None
     sources_extra: list[str] = field(default_factory=list)
+    sources_replaced: list[str] = field(default_factory=list)
     fits: dict[str, Fit] = field(default_factory=dict)
     loads_model: bool = True
     branches: list[str] = field(default_factory=list)
@@ -113,7 +117,8 @@ class ChapterRun:
 
         models = [getattr(self.p, "model_name", None) if self.loads_model else None, *self.models]
         self.data = datasets.ChapterData(self.chapter, self.profile, getattr(self.p, "use_real_data", "auto"),
-                                         models=[m for m in models if m], workdir=self.workdir / "data")
+                                         needs=self.needs, models=[m for m in models if m],
+                                         workdir=self.workdir / "data")
         import seaborn as sns
 
         sns.set_theme(style="whitegrid")
@@ -167,11 +172,15 @@ class ChapterRun:
     # ------------------------------------------------------------------------------------ what the page says
     @property
     def sources(self) -> list[str]:
-        """The data lines under every table and figure: the inputs resolved so far, then lines added by steps."""
-        return [*self.data.sources, *self.sources_extra]
+        """The data lines under every table and figure: the inputs resolved so far (less those a step's line
+        replaces), then lines added by steps."""
+        return [*(line for line in self.data.sources if line not in self.sources_replaced), *self.sources_extra]
 
-    def add_source(self, line: str) -> None:
-        """A line every later caption carries (e.g. "CSFCube inputs cut at 32 tokens")."""
+    def add_source(self, line: str, replaces: Iterable[str] = ()) -> None:
+        """A line every later caption carries (e.g. "CSFCube inputs cut at 32 tokens"); ``replaces``: data lines it
+        says more about, left out from then on (e.g. the CFS3 release's line, replaced by one with its split's
+        sizes)."""
+        self.sources_replaced.extend(old for old in replaces if old not in self.sources_replaced)
         if line not in self.sources_extra:
             self.sources_extra.append(line)
 
@@ -270,17 +279,19 @@ class ChapterRun:
         return pd.DataFrame({fit.name: fit.losses() for fit in fits}).T
 
     def expect_gain(self, name: str, gain: float, margin: float, what: str = "over the untrained encoder",
-                    applies: bool = True, why_not: str = "") -> bool:
+                    applies: bool = True, why_not: str = "", decimals: int = 2) -> bool:
         """A check with teeth: ``gain`` (trained minus untrained, on the page's scale) must exceed ``margin``, a
         value set from the measured seed spread (profiles.yml says how). ``applies`` is False where the check
         has no meaning at this run (e.g. real data, on which the margin was not measured); the page then prints
-        why (``why_not``). Returns whether the check ran."""
+        why (``why_not``). ``decimals``: of the gain as printed (3 for scores on a 0-1 scale). Returns whether the
+        check ran."""
+        shown = f"{gain:+.{decimals}f}"
         if not applies:
-            print(f"check not applied: {name} {gain:+.2f} {what}" + (f" ({why_not})" if why_not else ""))
+            print(f"check not applied: {name} {shown} {what}" + (f" ({why_not})" if why_not else ""))
             return False
         if not gain > margin:
-            raise ChapterCheckFailed(f"{name}: {gain:+.2f} {what}, need more than {margin:g}")
-        print(f"check passed: {name} {gain:+.2f} {what} > {margin:g}")
+            raise ChapterCheckFailed(f"{name}: {shown} {what}, need more than {margin:g}")
+        print(f"check passed: {name} {shown} {what} > {margin:g}")
         return True
 
     # ------------------------------------------------------------------------------------ the results store
@@ -297,11 +308,12 @@ class ChapterRun:
 
 
 def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, models: Sequence[str] | None = None,
-                       columns: Sequence[str] | None = None, decimals: int | None = 2) -> pd.DataFrame:
+                       columns: Sequence[str] | None = None, decimals: int | None = 2, label: str | None = None,
+                       sources: Sequence[str] = ()) -> pd.DataFrame:
     """A paper table's rows (``data/paper_tables/<paper>.csv``, those named ``models`` when given: each must be
     there) stacked over ours on the ``columns`` both have (default: every column of ours the paper table has),
-    with a ``reported by`` column; shown under the run's caption and returned. A figure-like cell:
-    ``hide-input`` on the page."""
+    with a ``reported by`` column (ours: ``label``, default "this book (<profile>)"); shown under the run's
+    caption (and the lines ``sources`` add) and returned. A figure-like cell: ``hide-input`` on the page."""
     from sdr.book.results import paper_vs_ours, read_paper_table
 
     table = read_paper_table(paper)
@@ -313,8 +325,8 @@ def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, model
     columns = list(columns) if columns is not None else [c for c in ours.columns if c in table.columns]
     if not columns:
         raise ValueError(f"no column of ours is in data/paper_tables/{paper}.csv: {list(ours.columns)}")
-    combined = paper_vs_ours(ours, table, columns, label=f"this book ({run.profile})")
-    run.show(combined, decimals=decimals)
+    combined = paper_vs_ours(ours, table, columns, label=label or f"this book ({run.profile})")
+    run.show(combined, *sources, decimals=decimals)
     return combined
 
 
