@@ -1,4 +1,4 @@
-"""SciNCL (Ostendorff et al. 2022, ``papers/001_…``): neighbourhood contrastive learning.
+"""SciNCL (Ostendorff et al. 2022, ``papers/001_…``): neighbourhood contrastive learning, the method.
 
 The recipe, built from the shared modules:
 
