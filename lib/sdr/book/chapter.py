@@ -148,7 +148,18 @@ class ChapterRun:
         unknown = [key for key in keys if not hasattr(self.p, key)]
         if unknown:
             raise ValueError(f"{self.chapter}: training keys {unknown} are not parameters of the notebook")
-        return run_dir(self.chapter, self.profile, {key: getattr(self.p, key) for key in keys})
+        return run_dir(self.chapter, self.profile, {**{key: getattr(self.p, key) for key in keys},
+                                                    **getattr(self, "_runs_extra", {})})
+
+    def key_runs(self, extra: Mapping) -> Path:
+        """Key the run folder by the training parameters and ``extra`` values that change training but are no
+        parameter (SciNCL: the training data's source line); call it before the first :meth:`fit` (again with the
+        same values: a rerun of the cell). Returns :attr:`runs`."""
+        if "runs" in self.__dict__ and dict(extra) != getattr(self, "_runs_extra", {}):
+            raise ValueError(f"{self.chapter}: key_runs({dict(extra)}) after the run folder was made; call it before "
+                             "the first fit")
+        self._runs_extra = dict(extra)
+        return self.runs
 
     @cached_property
     def method(self):
@@ -234,8 +245,8 @@ def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, model
                        columns: Sequence[str] | None = None, decimals: int | None = 2) -> pd.DataFrame:
     """A paper table's rows (``data/paper_tables/<paper>.csv``, those named ``models`` when given: each must be
     there) stacked over ours on the ``columns`` both have (default: every column of ours the paper table has),
-    with a ``reported by`` column; shown under the run's caption and returned. A figure-like cell:
-    ``hide-input`` on the page."""
+    with a ``reported by`` column; shown under the run's caption and returned (the paper's rows alone when ours is
+    empty: ``columns`` must then be given). A figure-like cell: ``hide-input`` on the page."""
     from sdr.book.results import paper_vs_ours, read_paper_table
 
     table = read_paper_table(paper)
@@ -247,6 +258,8 @@ def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, model
     columns = list(columns) if columns is not None else [c for c in ours.columns if c in table.columns]
     if not columns:
         raise ValueError(f"no column of ours is in data/paper_tables/{paper}.csv: {list(ours.columns)}")
+    if ours.empty:  # no row of ours ran at this profile (e.g. no ablation): the paper's rows alone
+        ours = pd.DataFrame(columns=columns)
     combined = paper_vs_ours(ours, table, columns, label=f"this book ({run.profile})")
     run.show(combined, decimals=decimals)
     return combined
