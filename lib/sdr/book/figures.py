@@ -44,3 +44,22 @@ def metric_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str, yl
     axis.tick_params(axis="x", rotation=45)
     _finish(run, axis, -0.12)
     return long
+
+
+# ------------------------------------------------------------------------------------------------- SciNCL
+def sweep_lines(run, table: pd.DataFrame, x: str, y: str, column: str, title: str, log_x: bool = True) -> None:
+    """A sweep: ``y`` against ``x``, one panel per value of ``column`` (mean ± σ over the rows of a point, e.g.
+    its seeds), x on a log scale. Prints a line instead of an empty figure when ``table`` has no row.
+
+    Shown in: notebooks/scincl.ipynb, Figs. 2 and 3: where the bands should sit."""
+    import seaborn as sns
+
+    if table.empty:
+        print(f"{title}: no point ran at this profile.")
+        return
+    grid = sns.relplot(data=table, x=x, y=y, col=column, kind="line", marker="o", errorbar="sd",
+                       facet_kws={"sharex": False, "sharey": False}, height=3.2)
+    for axis in grid.axes.flat:
+        axis.set_xscale("log" if log_x else "linear")
+    grid.figure.suptitle(title, y=1.05)
+    _finish(run, grid, -0.06)
