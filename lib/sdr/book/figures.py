@@ -53,13 +53,17 @@ def sweep_lines(run, table: pd.DataFrame, x: str, y: str, column: str, title: st
 
     Shown in: notebooks/scincl.ipynb, Figs. 2 and 3: where the bands should sit."""
     import seaborn as sns
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     if table.empty:
         print(f"{title}: no point ran at this profile.")
         return
     grid = sns.relplot(data=table, x=x, y=y, col=column, kind="line", marker="o", errorbar="sd",
                        facet_kws={"sharex": False, "sharey": False}, height=3.2)
-    for axis in grid.axes.flat:
+    for value, axis in grid.axes_dict.items():
         axis.set_xscale("log" if log_x else "linear")
+        axis.set_xticks(sorted(table.loc[table[column] == value, x].unique()))  # the points swept, as plain numbers
+        axis.xaxis.set_major_formatter(ScalarFormatter())
+        axis.xaxis.set_minor_formatter(NullFormatter())
     grid.figure.suptitle(title, y=1.05)
     _finish(run, grid, -0.06)

@@ -365,7 +365,7 @@ def print_plan(run, training: specter.TrainingSet, sets: TrainingSets, encoder) 
 
     p = run.p
     seeds = specter.leaderboard_seeds(p.seed, p.leaderboard_seeds)
-    table2_seeds = table2_seeds(p)
+    row_seeds = table2_seeds(p)
     sweep_queries = share_of_queries(sets.query_ids, p.sweep_fraction, p.seed)
     points = sweep_points(sets.bands, sets.n_nodes, p.sweeps, p.k_pos_sweep, p.k_hard_sweep)
     main_run = specter.plan_run("main", sets.triplets, training.papers, encoder, p.epochs,
@@ -373,10 +373,10 @@ def print_plan(run, training: specter.TrainingSet, sets: TrainingSets, encoder) 
     per_query = specter.TRIPLETS_PER_QUERY
     run.data.plan(
         [dict(main_run, name=f"{name} (seed {run_seed})") for name in ("SciNCL", "SPECTER sampling") for run_seed in seeds]
-        + [dict(main_run, name=f"Table 2 reference (seed {run_seed})") for run_seed in table2_seeds[1:] if p.ablations]
+        + [dict(main_run, name=f"Table 2 reference (seed {run_seed})") for run_seed in row_seeds[1:] if p.ablations]
         + [dict(main_run, name=f"Table 2: {row} (seed {run_seed})", examples=per_query * count)
            for row, count in table2_plan(p.ablations, p.table2_k_hard_shares, p.data_fractions, sets.main_queries,
-                                         p.seed) for run_seed in table2_seeds]
+                                         p.seed) for run_seed in row_seeds]
         + [dict(main_run, name=f"Figs. 2-3: {sweep} = {k} (seed {run_seed})", epochs=p.sweep_epochs,
                 examples=per_query * len(sweep_queries)) for sweep, k in points for run_seed in p.sweep_seeds])
 
