@@ -218,7 +218,18 @@ class ChapterRun:
         # the training data too: the same parameters on other data (a replica, then the real set) must not resume
         # another run's checkpoints
         return run_dir(self.chapter, self.profile, {**{key: getattr(self.p, key) for key in keys},
-                                                    "training data": self.data.training_sources})
+                                                    "training data": self.data.training_sources,
+                                                    **getattr(self, "_runs_extra", {})})
+
+    def key_runs(self, extra: Mapping) -> Path:
+        """Key the run folder by the training parameters and ``extra`` values that change training but are no
+        parameter (SciNCL: the training data's source line); call it before the first :meth:`fit` (again with the
+        same values: a rerun of the cell). Returns :attr:`runs`."""
+        if "runs" in self.__dict__ and dict(extra) != getattr(self, "_runs_extra", {}):
+            raise ValueError(f"{self.chapter}: key_runs({dict(extra)}) after the run folder was made; call it before "
+                             "the first fit")
+        self._runs_extra = dict(extra)
+        return self.runs
 
     @cached_property
     def method(self):
@@ -313,7 +324,8 @@ def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, model
     """A paper table's rows (``data/paper_tables/<paper>.csv``, those named ``models`` when given: each must be
     there) stacked over ours on the ``columns`` both have (default: every column of ours the paper table has),
     with a ``reported by`` column (ours: ``label``, default "this book (<profile>)"); shown under the run's
-    caption (and the lines ``sources`` add) and returned. A figure-like cell: ``hide-input`` on the page."""
+    caption (and the lines ``sources`` add) and returned (the paper's rows alone when ours is empty: ``columns``
+    must then be given). A figure-like cell: ``hide-input`` on the page."""
     from sdr.book.results import paper_vs_ours, read_paper_table
 
     table = read_paper_table(paper)
@@ -325,6 +337,8 @@ def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, model
     columns = list(columns) if columns is not None else [c for c in ours.columns if c in table.columns]
     if not columns:
         raise ValueError(f"no column of ours is in data/paper_tables/{paper}.csv: {list(ours.columns)}")
+    if ours.empty:  # no row of ours ran at this profile (e.g. no ablation): the paper's rows alone
+        ours = pd.DataFrame(columns=columns)
     combined = paper_vs_ours(ours, table, columns, label=label or f"this book ({run.profile})")
     run.show(combined, *sources, decimals=decimals)
     return combined
