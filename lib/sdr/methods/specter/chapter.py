@@ -263,6 +263,7 @@ def retrainer(run, training: TrainingSet, undirected: UndirectedSet, runs: Mappi
                                            query_ids=training.queries, seed=seed, progress=False, verbose=False)[0]
         fit = fit_on_triplets(run, f"{name} seed {seed}", examples, training.papers, replace(config, seed=seed),
                                f"{folder} seed {seed}", probe=0)
+        run.fits.pop(fit.name, None)  # the caller scores it and lets it go: at paper each is a SciBERT on the GPU
         return fit.encoder
 
     return retrain
