@@ -23,7 +23,7 @@ from sdr.methods.sciaspect.registry import (BOARD_EMBEDDINGS, MDCR_CONCAT, MDCR_
                                             SCIDOCS_LEADERBOARD, SCIREPEVAL_MODELS, SWEEPS, THESIS_TABLES)
 from sdr.methods.specter.recipe import csfcube_leaderboard_row, seed_spread
 
-__all__ = ["scidocs_table", "scidocs_columns", "Comparisons", "paper_vs_ours_tables", "sweeps", "sweep_figure",
+__all__ = ["scidocs_table", "expect_trained_rows_differ", "scidocs_columns", "Comparisons", "paper_vs_ours_tables", "sweeps", "sweep_figure",
            "ScidocsGain", "scidocs_gain", "mdcr_table", "scirepeval_table", "table_6_11_findings", "FacetScores",
            "csfcube_facets", "facet_figure", "SeedRows", "seed_rows", "leaderboard", "store", "findings"]
 
@@ -62,7 +62,21 @@ def scidocs_table(run, inputs, training: TrainingData, models: Models) -> pd.Dat
     ours = pd.DataFrame(rows).T
     ours.index.names = ["table", "model"]
     ours["avg10"] = average_without_recomm(ours)
+    expect_trained_rows_differ(run, ours, list(models.trained))
     return ours
+
+
+def expect_trained_rows_differ(run, ours: pd.DataFrame, trained: list[tuple[str, str]]) -> None:
+    """Every trained model's SciDocs row differs from the untrained encoder's in at least one metric: a row equal to
+    it on every metric means the trained weights never reached the scores (a wrong model scored, or a run that never
+    left its warm-up). Raises :class:`ChapterCheckFailed` naming the rows; records the branch."""
+    untrained = ours.loc[("untrained", "untrained encoder")]
+    same = [key for key in trained if key in ours.index and ours.loc[key].equals(untrained)]
+    if same:
+        raise ChapterCheckFailed(f"SciDocs rows {same} score exactly like the untrained encoder on every metric: the "
+                                 "trained weights did not reach the scores (a wrong model scored, or no step past "
+                                 "the warm-up)")
+    run.branch("trained rows differ from the untrained row")
 
 
 def scidocs_columns(run) -> list[str]:
@@ -368,6 +382,7 @@ def seed_rows(run, inputs, training: TrainingData, samples: Samples, models: Mod
     scored, seed_losses = dict(facets.scored), []
     keys = {name: NAMED_MODELS[name] for name in models.leaderboard_models}
     for run_seed in models.seeds[1:]:
+        run.branch("extra seeds trained")
         trained, losses, _, _ = train_runs({key: models.runs[key] for key in keys.values()}, samples.example_sets,
                                            models.base, models.texts, replace(models.config, seed=run_seed),
                                            models.folder / f"seed {run_seed}", train_examples=p.train_examples,
