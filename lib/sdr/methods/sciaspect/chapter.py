@@ -23,7 +23,7 @@ from sdr.methods.sciaspect.data import (ThesisData, read_mdcr_papers, read_thesi
                                         remove_evaluation_papers, scirepeval_papers, write_s2_citations_replica)
 from sdr.methods.sciaspect.paper import row_part, selected_parts
 from sdr.methods.sciaspect.recipe import Run, embedding_variants, paper_train_config, train_runs
-from sdr.methods.sciaspect.registry import (CSFCUBE_MODELS, MIN_SHARE_LOWERED, NAMED_MODELS, RULE_LEVEL, SAMPLERS,
+from sdr.methods.sciaspect.registry import (CSFCUBE_MODELS, NAMED_MODELS, RULE_LEVEL, SAMPLERS,
                                             TRAINED_ROWS)
 from sdr.methods.sciaspect.sampling import aspect_neighbours, violations
 from sdr.methods.specter.recipe import leaderboard_seeds
@@ -353,24 +353,37 @@ def misc_heads_trained(runs: Mapping[tuple[str, str], Run], trained: Mapping, sa
     return found
 
 
-def expect_lower_probe_loss(run, models: Models, share: float = MIN_SHARE_LOWERED,
-                            always: str = "SPECTERCL") -> bool:
-    """The check with teeth of training: the held-out probe's loss went down in at least ``share`` of the runs, and
-    always for the ``always`` model. Not applied in the paper dry run, whose one optimizer step is the first of the
-    thesis' 100 warm-up steps (a learning rate near 0): it runs the code, it cannot learn. Returns whether it ran.
+def expect_lower_probe_loss(run, models: Models, always: str = "SPECTERCL") -> bool:
+    """The check with teeth of training: the held-out probe's loss of the ``always`` model (SPECTERCL, 1p 5n) went
+    down by more than ``min_probe_loss_drop``, a margin set from its measured seed spread (profiles.yml says how),
+    and, where the profile sets ``check_every_probe_loss``, every run's went down. Every run's drop is shown. Not
+    applied in the paper dry run: its random stand-in trains a few steps at the thesis' learning rate, where no
+    margin was measured. Returns whether it ran.
+
     Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget."""
+    from IPython.display import display
+
     from sdr import datasets
 
+    p = run.p
     losses = models.losses
-    improved = losses["loss after"] < losses["loss before"]
+    drops = (losses["loss before"] - losses["loss after"]).astype(float).rename("probe loss drop")
+    display(drops.to_frame().round(4))
+    improved = drops > 0
     print(f"held-out loss lowered in {improved.sum()} of {len(improved)} runs")
     if datasets.dry_run():
-        print("check not applied: the paper dry run trains one warm-up step")
+        print("check not applied: the paper dry run's random stand-in trains a few steps; the margin was measured at "
+              "smoke")
         return False
-    if not improved.mean() >= share:
-        raise ChapterCheckFailed(f"training did not lower the held-out loss for {list(losses.index[~improved])}")
     key = NAMED_MODELS[always]
-    if not losses.loc[key, "loss after"] < losses.loc[key, "loss before"]:
-        raise ChapterCheckFailed(f"training did not lower the held-out loss of {always} {key}: "
-                                 f"{losses.loc[key, 'loss before']:.4f} -> {losses.loc[key, 'loss after']:.4f}")
+    if not drops[key] > p.min_probe_loss_drop:
+        raise ChapterCheckFailed(f"training did not lower the held-out loss of {always} {key} by more than "
+                                 f"{p.min_probe_loss_drop:g}: {losses.loc[key, 'loss before']:.4f} -> "
+                                 f"{losses.loc[key, 'loss after']:.4f}")
+    print(f"check passed: {always}'s held-out loss {drops[key]:+.4f} lower, more than {p.min_probe_loss_drop:g}")
+    if p.check_every_probe_loss and not improved.all():
+        raise ChapterCheckFailed(f"training did not lower the held-out loss for {list(losses.index[~improved])}")
+    if not p.check_every_probe_loss:
+        print("the other runs' drops are shown, not checked at this profile (check_every_probe_loss; profiles.yml: "
+              "at smoke's two steps they went either way over 8 seeds)")
     return True
