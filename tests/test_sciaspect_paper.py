@@ -230,3 +230,92 @@ def test_every_branch_the_dry_run_requires_is_recorded_in_the_chapters_code():
     code = "\n".join(p.read_text() for p in [*(LIB / "methods" / "sciaspect").glob("*.py"), LIB / "released.py"])
     recorded = set(re.findall(r'\.branch\("([^"]+)"\)', code))
     assert set(sa.DRY_RUN_BRANCHES) <= recorded, set(sa.DRY_RUN_BRANCHES) - recorded
+
+
+# ------------------------------------------------------------------------------------------------- fidelity
+PAPER_MODEL = dict(model_name="allenai/scibert_scivocab_uncased", model_layers=0, pooling="cls", max_length=512,
+                   train_examples=0, epochs=2, batch_size=8, accumulation_steps=1, learning_rate=2e-5,
+                   warmup_steps=100, recommendations=True)
+
+
+def paper_inputs(kind="real"):
+    def item(name):
+        return datasets.DataInput(name, kind, Path("/nowhere"), f"{name} ({kind})")
+
+    return SimpleNamespace(citations=item("s2_citations_thesis"), scidocs=item("scidocs"), mdcr=item("mdcr"),
+                           scirepeval=item("scirepeval_full"), csfcube=item("csfcube"))
+
+
+def test_the_pairing_rule_pairs_only_like_for_like(monkeypatch):
+    monkeypatch.delenv(datasets.DRY_RUN_ENV, raising=False)
+    run = SimpleNamespace(profile="paper", p=SimpleNamespace(**PAPER_MODEL))
+    assert sa.pair(sa.our_setting(run, paper_inputs(), "scidocs"), sa.THESIS["scidocs"]).paired
+    assert sa.pair(sa.our_setting(run, paper_inputs(), "mdcr"), sa.THESIS["mdcr"]).paired
+    # a planted non-matching row: the same run on 6 layers of SciBERT, or mean pooling, is shown apart, with why
+    for change, word in (({"model_layers": 6}, "6 layers"), ({"pooling": "mean"}, "mean pooling"),
+                         ({"train_examples": 1000}, "1000 instances")):
+        planted = SimpleNamespace(profile="paper", p=SimpleNamespace(**{**PAPER_MODEL, **change}))
+        pairing = sa.pair(sa.our_setting(planted, paper_inputs(), "scidocs"), sa.THESIS["scidocs"])
+        assert not pairing.paired and word in pairing.line, pairing.line
+    replica = sa.pair(sa.our_setting(run, paper_inputs("replica"), "mdcr"), sa.THESIS["mdcr"])
+    assert not replica.paired and "data: ours s2_citations_thesis (replica)" in replica.line
+    # SciRepEval: the public registry's 7 + 9 tasks against the thesis' 6 + 11: never paired
+    scirepeval = sa.pair(sa.our_setting(run, paper_inputs(), "scirepeval", {"in_train": 7, "out_of_train": 9}),
+                         sa.THESIS["scirepeval"])
+    assert not scirepeval.paired and "in-task 7, out-of-task 9" in scirepeval.line
+    monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")  # the dry run's fixtures are never the thesis' data
+    assert not sa.pair(sa.our_setting(run, paper_inputs(), "mdcr"), sa.THESIS["mdcr"]).paired
+
+
+def paper_facts(**changes) -> sa.Facts:
+    values = dict(profile="paper", training_real=True, dry_run=False, benchmarks_replica=[],
+                  model_name="allenai/scibert_scivocab_uncased", model_layers=0, pooling="cls", max_length=512,
+                  train_examples=0, epochs=2, effective_batch=8, learning_rate=2e-5, warmup_steps=100,
+                  weight_decay=0.01, max_grad_norm=1.0, seeds=1, recommendations=True,
+                  not_comparable=["CSFCube", "SciRepEval"], scirepeval_tasks={"in_train": 7, "out_of_train": 9},
+                  rows_not_trained=26, thesis_rows=31, alpha_span=0.18)
+    values.update(changes)
+    return sa.Facts(**values)
+
+
+def test_what_differs_states_every_detected_deviation_and_a_planted_missing_one_stops_it():
+    facts = paper_facts()
+    lines = sa.deviation_lines(facts)
+    sa.expect_stated(facts, lines)
+    assert {"model", "budget", "benchmarks", "recommendations"}.isdisjoint(lines)  # the paper profile's own setup
+    assert "today's Semantic Scholar Graph API" in lines["training data"]
+    assert "Weight decay 0.01 and gradient clipping at norm 1" in lines["optimizer defaults"]
+    assert "19k validation anchors" in lines["validation anchors"]
+    assert "CSFCube, SciRepEval is not measured" in lines["leakage not measured"]
+    assert "count 7 in-task and 9 out-of-task" in lines["SciRepEval task set"] and "6 and 11" in lines["SciRepEval task set"]
+    assert "span 0.18 points" in lines["one seed"]
+    # a planted missing deviation: the page without its weight-decay line stops the chapter, naming it
+    planted = {key: line for key, line in lines.items() if key != "optimizer defaults"}
+    with pytest.raises(ChapterCheckFailed, match=r"not stated on the page: \['optimizer defaults'\]"):
+        sa.expect_stated(facts, planted)
+    # a smoke run: MiniLM on replicas, a few instances, no recommendations; more seeds: no one-seed line
+    smoke = paper_facts(training_real=False, benchmarks_replica=["scidocs", "mdcr"], model_name="minilm",
+                        model_layers=2, pooling="mean", max_length=64, train_examples=16, epochs=1,
+                        learning_rate=2e-4, warmup_steps=0, recommendations=False, seeds=3, not_comparable=[])
+    smoke_lines = sa.deviation_lines(smoke)
+    assert {"model", "budget", "benchmarks", "recommendations"} <= set(smoke_lines)
+    assert "one seed" not in smoke_lines and "leakage not measured" not in smoke_lines
+    assert "a replica" in smoke_lines["training data"] and "minilm (2 layers), mean pooling" in smoke_lines["model"]
+    with pytest.raises(ChapterCheckFailed, match=r"\['model'\]"):
+        sa.expect_stated(smoke, {key: line for key, line in smoke_lines.items() if key != "model"})
+
+
+def test_table_6_11s_recovered_rows_give_the_printed_averages():
+    table = book.read_paper_table("thesis_scirepeval").set_index("model")
+    models = [c for c in table.columns if c not in ("source", "table", "note")]
+    regression = table.loc[list(sa.TABLE_6_11_REGRESSION), models].astype(float)
+    search = table.loc[table.index.str.startswith("search task of line"), models].astype(float)
+    assert len(search) == 3
+    reg, qry = table.loc["REG Avg (excluding SciDocs)", models], table.loc["QRY Avg (excluding SciDocs)", models]
+    for model in models:
+        assert abs(search[model].mean() - qry[model]) <= 0.005, model  # the printed rounding
+        if regression[model].notna().all():
+            assert abs(regression[model].mean() - reg[model]) <= (0.04 if model == "SciBERT" else 0.005), model
+    # SciAspect(L2)'s review score is not printed; its REG Avg gives it
+    missing = 5 * reg["SciAspect(L2)"] - regression["SciAspect(L2)"].drop("Review Score [RGN]").sum()
+    assert missing == pytest.approx(21.40) and "21.40" in table.loc["Review Score [RGN]", "note"]

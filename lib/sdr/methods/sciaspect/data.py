@@ -18,7 +18,8 @@ import numpy as np
 from sdr.corpus import CitationGraph, Paper, ReadReport, read_s2_citations
 
 __all__ = ["ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "remove_evaluation_papers",
-           "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "table_6_11_rows"]
+           "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "TABLE_6_11_REGRESSION", "TASKS_COUNTED",
+           "table_6_11_rows"]
 
 @dataclass
 class ThesisData:
@@ -185,11 +186,22 @@ TABLE_6_11_SCIDOCS = {
 }
 
 
+#: Table 6.11's regression rows recovered by their average (data/paper_tables/thesis_scirepeval.csv) ← SciRepEval task.
+TABLE_6_11_REGRESSION = {"Review Score [RGN]": "Peer Review Score", "Max hIndex [RGN]": "Max hIndex",
+                         "Tweet Mentions [RGN]": "Tweet Mentions", "Citation Count [RGN]": "Citation Count",
+                         "Publication Year [RGN]": "Publication Year"}
+#: The rows of our columns that say how many tasks each average counted (the thesis prints none: its 17
+#: non-SciDocs tasks, 6 in-task and 11 out-of-task, are read from its averages).
+TASKS_COUNTED = {"tasks counted: in-task": "in_train", "tasks counted: out-of-task": "out_of_train",
+                 "tasks counted: SciDocs": "scidocs"}
+
+
 def table_6_11_rows(result: Mapping) -> dict[str, float]:
     """One model's column of Table 6.11 from :func:`sdr.evaluate.scirepeval.evaluate`'s output: the ten SciDocs
-    rows, the format averages without SciDocs, Out-of-/In-task, SciDocs, All and "Avg without SciDocs" (the mean
-    of the non-SciDocs tasks' scores; the thesis' values are that mean over its 17 tasks). A row whose tasks did
-    not run is NaN.
+    rows, the five regression tasks (:data:`TABLE_6_11_REGRESSION`), the format averages without SciDocs,
+    Out-of-/In-task, SciDocs, All and "Avg without SciDocs" (the mean of the non-SciDocs tasks' scores; the thesis'
+    values are that mean over its 17 tasks), and how many tasks each group counted (:data:`TASKS_COUNTED`). A row
+    whose tasks did not run is NaN.
 
     Shown in: notebooks/sciaspect.ipynb, SciRepEval: Table 6.11.
     """
@@ -202,6 +214,8 @@ def table_6_11_rows(result: Mapping) -> dict[str, float]:
         metrics = tasks.get(task, {}).get("metrics", {})
         value = next(iter(metrics.values()), nan) if metric is None else metrics.get(metric, nan)
         rows[label] = float(value)
+    for label, task in TABLE_6_11_REGRESSION.items():
+        rows[label] = scirepeval.task_score(tasks[task]) if task in tasks else nan
     aggregates = result["aggregates"]
     for fmt, label in (("CLF", "CLF Avg"), ("RGN", "REG Avg"), ("PRX", "PRX Avg"), ("QRY", "QRY Avg")):
         value = aggregates["formats"].get(fmt)
@@ -211,4 +225,6 @@ def table_6_11_rows(result: Mapping) -> dict[str, float]:
         rows[label] = nan if aggregates[key] is None else float(aggregates[key])
     others = [scirepeval.task_score(r) for r in tasks.values() if r["group"] != "scidocs"]
     rows["Avg without SciDocs"] = float(np.mean(others)) if others else nan
+    for label, group in TASKS_COUNTED.items():
+        rows[label] = float(aggregates["tasks_counted"][group])
     return rows
