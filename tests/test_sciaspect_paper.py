@@ -272,7 +272,8 @@ def paper_facts(**changes) -> sa.Facts:
                   model_name="allenai/scibert_scivocab_uncased", model_layers=0, pooling="cls", max_length=512,
                   train_examples=0, epochs=2, effective_batch=8, learning_rate=2e-5, warmup_steps=100,
                   weight_decay=0.01, max_grad_norm=1.0, seeds=1, recommendations=True,
-                  not_comparable=["CSFCube", "SciRepEval"], scirepeval_tasks={"in_train": 7, "out_of_train": 9},
+                  not_comparable=["CSFCube (ids: S2 corpus id)", "SciRepEval (ids: mixed)"], training_ids="S2 paper id",
+                  scirepeval_tasks={"in_train": 7, "out_of_train": 9},
                   rows_not_trained=26, thesis_rows=31, alpha_span=0.18)
     values.update(changes)
     return sa.Facts(**values)
@@ -286,7 +287,8 @@ def test_what_differs_states_every_detected_deviation_and_a_planted_missing_one_
     assert "today's Semantic Scholar Graph API" in lines["training data"]
     assert "Weight decay 0.01 and gradient clipping at norm 1" in lines["optimizer defaults"]
     assert "19k validation anchors" in lines["validation anchors"]
-    assert "CSFCube, SciRepEval is not measured" in lines["leakage not measured"]
+    assert ("CSFCube (ids: S2 corpus id), SciRepEval (ids: mixed) is not measured: the training graph's ids are "
+            "another kind (S2 paper id;") in lines["leakage not measured"]
     assert "count 7 in-task and 9 out-of-task" in lines["SciRepEval task set"] and "6 and 11" in lines["SciRepEval task set"]
     assert "span 0.18 points" in lines["one seed"]
     # a planted missing deviation: the page without its weight-decay line stops the chapter, naming it

@@ -131,7 +131,8 @@ class Facts:
     max_grad_norm: float
     seeds: int
     recommendations: bool
-    not_comparable: list[str]
+    not_comparable: list[str]  # "CSFCube (ids: S2 corpus id)": the evaluation sets whose ids are another kind
+    training_ids: str  # the kind of the training graph's ids
     scirepeval_tasks: dict
     rows_not_trained: int
     thesis_rows: int
@@ -141,11 +142,11 @@ class Facts:
 def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
     """The :class:`Facts` of this run (``table_6_11``: :func:`sdr.methods.sciaspect.scoring.scirepeval_table`)."""
     from sdr import book, datasets
-    from sdr.methods.sciaspect.registry import THESIS_TABLES
+    from sdr.methods.sciaspect.registry import NAMED_MODELS, PROJECTION_ROWS, THESIS_TABLES
 
     p = run.p
     overlap = training.overlap
-    not_comparable = [name for name in overlap.index if name != "all (removed)"
+    not_comparable = [f"{name} (ids: {overlap.loc[name, 'ids']})" for name in overlap.index if name != "all (removed)"
                       and pd.isna(overlap.loc[name, "in the training graph"])]
     ours = [c for c in table_6_11.columns if "(this book" in c]
     tasks = {}
@@ -155,7 +156,10 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
     paper = book.read_paper_table("thesis_scidocs_ablations")
     thesis_rows = paper[paper["table"].isin(THESIS_TABLES)]
     alphas = paper[(paper["table"] == "Table 6.6")]["avg"]
-    trained = {label for _, label in models.runs}
+    covered = set(models.runs) | {(table, label) for table, (name, base_row, labels) in PROJECTION_ROWS.items()
+                                  if NAMED_MODELS[name] in models.trained
+                                  for label in [*labels.values(), *([base_row] if base_row else [])]}
+    uncovered = [key not in covered for key in zip(thesis_rows["table"], thesis_rows["model"])]
     return Facts(
         profile=run.profile, training_real=inputs.citations.kind == "real", dry_run=datasets.dry_run(),
         benchmarks_replica=[name for name in ("scidocs", "mdcr", "scirepeval", "csfcube")
@@ -164,8 +168,8 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
         train_examples=p.train_examples, epochs=p.epochs, effective_batch=p.batch_size * p.accumulation_steps,
         learning_rate=p.learning_rate, warmup_steps=p.warmup_steps, weight_decay=models.config.weight_decay,
         max_grad_norm=models.config.max_grad_norm, seeds=len(models.seeds), recommendations=p.recommendations,
-        not_comparable=not_comparable, scirepeval_tasks=tasks,
-        rows_not_trained=int((~thesis_rows["model"].isin(trained)).sum()), thesis_rows=len(thesis_rows),
+        not_comparable=not_comparable, training_ids=str(overlap.loc["all (removed)", "ids"]), scirepeval_tasks=tasks,
+        rows_not_trained=sum(uncovered), thesis_rows=len(thesis_rows),
         alpha_span=float(alphas.max() - alphas.min()))
 
 
@@ -220,14 +224,14 @@ def deviation_lines(facts: Facts) -> dict[str, str]:
         lines["recommendations"] = ("SciDocs' recommendations task is not run: rows are compared on avg10 (the ten "
                                     "other metrics), not on the thesis' 12-metric average.")
     if f.not_comparable:
-        lines["leakage not measured"] = (f"Leakage against {', '.join(f.not_comparable)} is not measured: their ids are "
-                                         "of another kind than the training graph's (S2 corpus ids against paper ids; "
-                                         "the fetch does not request corpusId, issue 36's bulk route would).")
+        lines["leakage not measured"] = (f"Leakage against {', '.join(f.not_comparable)} is not measured: the training "
+                                         f"graph's ids are another kind ({f.training_ids}; the fetch does not request "
+                                         "corpusId; issue 36's bulk-dataset route would give both).")
     if DETECTORS["SciRepEval task set"](f):
         tasks = f.scirepeval_tasks
         lines["SciRepEval task set"] = (f"Table 6.11: our averages count {tasks['in_train']} in-task and "
-                                        f"{tasks['out_of_train']} out-of-task tasks of SciRepEval's public registry "
-                                        f"(Feeds is not public); the thesis' count "
+                                        f"{tasks['out_of_train']} out-of-task tasks, those of the SciRepEval data read "
+                                        "(the public registry lacks Feeds); the thesis' count "
                                         f"{THESIS_SCIREPEVAL_TASKS['in_train']} and "
                                         f"{THESIS_SCIREPEVAL_TASKS['out_of_train']} (read from its averages): our "
                                         "columns are shown apart, not paired.")
@@ -238,9 +242,9 @@ def deviation_lines(facts: Facts) -> dict[str, str]:
                              "points of SciDocs average, and no seed spread is measured at this run, so neither its "
                              "curves' nor ours' shapes within that spread are findings.")
     if f.rows_not_trained:
-        lines["rows not trained"] = (f"{f.rows_not_trained} of the thesis' {f.thesis_rows} rows of Tables 6.3-6.7 are "
-                                     "not trained at this run (parts and the row parameters): shown from the thesis "
-                                     "only.")
+        lines["rows not trained"] = (f"{f.rows_not_trained} of the thesis' {f.thesis_rows} rows of Tables 6.3-6.7 have "
+                                     "no row of ours at this run (the parts and row parameters it runs): shown from "
+                                     "the thesis only.")
     lines["SciAspectWeighted"] = ("SciAspectWeighted (Exp. 3.5, sentence attention) is not reproduced: its row is the "
                                   "thesis' only.")
     return lines

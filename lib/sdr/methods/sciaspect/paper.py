@@ -26,9 +26,9 @@ from pathlib import Path
 from sdr.plan import MEASURED_TOKENS_PER_TEXT, CostPlan, Part, Work, resolve_parts
 from sdr.released import ReleasedCheck
 
-__all__ = ["PARTS", "TRAINING_PARTS", "row_part", "selected_parts", "thesis_sizes", "instances_per_anchor", "SESSION_HOURS", "t4_words",
-           "texts_per_instance", "cost_plan", "RELEASED_CHECKS", "released_models", "DRY_RUN_BRANCHES",
-           "write_dry_run_citations"]
+__all__ = ["PARTS", "TRAINING_PARTS", "row_part", "selected_parts", "thesis_sizes", "instances_per_anchor",
+           "texts_per_instance", "SESSION_HOURS", "t4_words", "cost_plan", "RELEASED_CHECKS", "released_models",
+           "DRY_RUN_BRANCHES", "write_dry_run_citations"]
 
 # ------------------------------------------------------------------------------------------------- parts
 _NO_RUN_IN_ONE_SESSION = ("no training run fits one 12-hour session: each takes several, resume = True continuing "
