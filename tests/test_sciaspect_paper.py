@@ -258,7 +258,8 @@ def test_the_pairing_rule_pairs_only_like_for_like(monkeypatch):
         pairing = sa.pair(sa.our_setting(planted, paper_inputs(), "scidocs"), sa.THESIS["scidocs"])
         assert not pairing.paired and word in pairing.line, pairing.line
     replica = sa.pair(sa.our_setting(run, paper_inputs("replica"), "mdcr"), sa.THESIS["mdcr"])
-    assert not replica.paired and "data: ours s2_citations_thesis (replica)" in replica.line
+    assert not replica.paired and "data: ours a replica" in replica.line and "benchmark: ours MDCR (a replica)" in \
+        replica.line
     # SciRepEval: the public registry's 7 + 9 tasks against the thesis' 6 + 11: never paired
     scirepeval = sa.pair(sa.our_setting(run, paper_inputs(), "scirepeval", {"in_train": 7, "out_of_train": 9}),
                          sa.THESIS["scirepeval"])

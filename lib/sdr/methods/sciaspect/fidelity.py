@@ -53,11 +53,16 @@ THESIS = {
 def our_setting(run, inputs, benchmark: str, scirepeval_tasks: Mapping[str, int] | None = None) -> Setting:
     """This run's :class:`Setting` for ``benchmark`` (``scidocs``, ``mdcr`` or ``scirepeval``; ``scirepeval_tasks``:
     the tasks its scores counted, ``{"in_train", "out_of_train"}``), worded like :data:`THESIS` where it is the
-    same."""
+    same. A replica or a dry-run fixture is never the thesis' data."""
     p = run.p
-    citations = getattr(inputs, "citations", None)
-    data = (THESIS[benchmark].data if citations is not None and citations.kind == "real" and not _dry_run()
-            else f"{getattr(citations, 'source', 'replica')}")
+
+    def kind(item) -> str:
+        if item is None or item.kind != "real":
+            return "a replica"
+        return "the paper dry run's fixture" if _dry_run() else "real"
+
+    data = THESIS[benchmark].data if kind(getattr(inputs, "citations", None)) == "real" else \
+        kind(getattr(inputs, "citations", None))
     family = "SciBERT" if p.model_name == THESIS_MODEL else p.model_name
     layers = "12 layers" if p.model_layers == 0 and p.model_name == THESIS_MODEL else \
         f"{p.model_layers or 'all'} layers"
@@ -66,17 +71,16 @@ def our_setting(run, inputs, benchmark: str, scirepeval_tasks: Mapping[str, int]
     protocol = (f"{'every instance' if not p.train_examples else f'{p.train_examples} instances'}, {p.epochs} epochs, "
                 f"effective batch {p.batch_size * p.accumulation_steps}, lr {p.learning_rate:g}, cosine, "
                 f"{p.warmup_steps} warm-up steps")
-    source = getattr(inputs, benchmark if benchmark != "scirepeval" else "scirepeval", None)
-    real = source is not None and source.kind == "real" and not _dry_run()
+    read = kind(getattr(inputs, benchmark, None))
     if benchmark == "scidocs":
-        shown = THESIS["scidocs"].benchmark if real and p.recommendations else (
-            f"SciDocs ({'real' if real else getattr(source, 'source', 'a replica')})"
-            f"{' with recommendations: all 12 metrics' if p.recommendations else ' without recommendations: 10 metrics'}")
+        shown = THESIS["scidocs"].benchmark if read == "real" and p.recommendations else (
+            f"SciDocs ({read}) " + ("with recommendations: all 12 metrics" if p.recommendations
+                                    else "without recommendations: 10 metrics"))
     elif benchmark == "mdcr":
-        shown = THESIS["mdcr"].benchmark if real else f"MDCR ({getattr(source, 'source', 'a replica')})"
+        shown = THESIS["mdcr"].benchmark if read == "real" else f"MDCR ({read})"
     else:
         tasks = dict(scirepeval_tasks or {})
-        shown = (f"SciRepEval{'' if real else ' (' + getattr(source, 'source', 'a replica') + ')'}, non-SciDocs tasks: "
+        shown = (f"SciRepEval{'' if read == 'real' else f' ({read})'}, non-SciDocs tasks: "
                  f"in-task {tasks.get('in_train', 0)}, out-of-task {tasks.get('out_of_train', 0)}")
     return Setting(data, model, protocol, shown)
 
@@ -266,6 +270,8 @@ class Differs:
 
     def _repr_markdown_(self) -> str:
         return "\n".join(f"* {line}" for line in self.lines.values())
+
+    __repr__ = _repr_markdown_
 
 
 def what_differs(run, inputs, training, models, table_6_11: pd.DataFrame) -> Differs:
