@@ -288,8 +288,8 @@ def test_what_differs_states_every_detected_deviation_and_a_planted_missing_one_
     assert "today's Semantic Scholar Graph API" in lines["training data"]
     assert "Weight decay 0.01 and gradient clipping at norm 1" in lines["optimizer defaults"]
     assert "19k validation anchors" in lines["validation anchors"]
-    assert ("CSFCube (ids: S2 corpus id), SciRepEval (ids: mixed) is not measured: the training graph's ids are "
-            "another kind (S2 paper id;") in lines["leakage not measured"]
+    assert ("CSFCube (ids: S2 corpus id), SciRepEval (ids: mixed) is not measured, or for part of the graph only: "
+            "the training graph's ids are another kind (S2 paper id)") in lines["leakage not measured"]
     assert "count 7 in-task and 9 out-of-task" in lines["SciRepEval task set"] and "6 and 11" in lines["SciRepEval task set"]
     assert "span 0.18 points" in lines["one seed"]
     # a planted missing deviation: the page without its weight-decay line stops the chapter, naming it
@@ -322,3 +322,36 @@ def test_table_6_11s_recovered_rows_give_the_printed_averages():
     # SciAspect(L2)'s review score is not printed; its REG Avg gives it
     missing = 5 * reg["SciAspect(L2)"] - regression["SciAspect(L2)"].drop("Review Score [RGN]").sum()
     assert missing == pytest.approx(21.40) and "21.40" in table.loc["Review Score [RGN]", "note"]
+
+
+def test_corpus_ids_measure_leakage_against_corpus_id_sets_for_the_papers_that_have_one(tmp_path):
+    """Issue 37: CSFCube and SciRepEval are keyed by S2 corpus ids, the fetched graph by paper ids: the corpus ids the
+    fetch gives (the anchors' externalIds; a linked paper's corpusId once requested) compare them."""
+    from sdr.corpus import CitationGraph
+
+    folder = tmp_path / "s2"
+    folder.mkdir()
+    anchor, cited, other = "a" * 40, "b" * 40, "c" * 40
+    (folder / "papers.jsonl").write_text(json.dumps({"paperId": anchor, "externalIds": {"CorpusId": 11}}) + "\n")
+    (folder / "references.jsonl").write_text(json.dumps({"paperId": anchor, "offset": 0, "data": [
+        {"citedPaper": {"paperId": cited, "corpusId": 22}}, {"citedPaper": {"paperId": other}}]}) + "\n")
+    aliases = sa.corpus_id_aliases(folder)
+    assert aliases == {anchor: "11", cited: "22"}
+    graph = CitationGraph()
+    graph.add(anchor, cited, ["method"])
+    graph.add(anchor, other, ["result"])
+    graph.add(other, cited, ["background"])
+    thesis = sa.ThesisData(graph, {}, [anchor], None, 1, 0)
+    kept, overlap = sa.remove_evaluation_papers(thesis, {"CSFCube": {"22", "99"}, "none": {"33"}}, aliases)
+    assert overlap.loc["CSFCube", "in the training graph"] == 1 and cited not in kept.graph.nodes
+    assert overlap.loc["CSFCube", "note"].startswith("partly comparable: through the corpus ids of 2 of the graph's 3")
+    assert overlap.loc["none", "in the training graph"] == 0
+    _, without = sa.remove_evaluation_papers(thesis, {"CSFCube": {"22"}})  # no alias: not comparable, nothing removed
+    assert pd_isna(without.loc["CSFCube", "in the training graph"])
+
+
+def pd_isna(value) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
+

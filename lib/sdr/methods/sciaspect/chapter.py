@@ -19,7 +19,7 @@ import pandas as pd
 
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
-from sdr.methods.sciaspect.data import (ThesisData, read_mdcr_papers, read_thesis_citations,
+from sdr.methods.sciaspect.data import (ThesisData, corpus_id_aliases, read_mdcr_papers, read_thesis_citations,
                                         remove_evaluation_papers, scirepeval_papers, write_s2_citations_replica)
 from sdr.methods.sciaspect.paper import row_part, selected_parts
 from sdr.methods.sciaspect.recipe import Run, embedding_variants, paper_train_config, train_runs
@@ -110,15 +110,20 @@ class TrainingData:
 def training_data(run, inputs) -> TrainingData:
     """Read the thesis' citation graph (:func:`read_thesis_citations`) and the papers of every evaluation set, and
     remove each evaluation paper found in the graph with its edges (:func:`remove_evaluation_papers`, which counts
-    them per set; removing any is the paper path's leakage branch, recorded). Shown in: notebooks/sciaspect.ipynb,
-    Data: a citation graph with intents."""
+    them per set; removing any is the paper path's leakage branch, recorded); on real data a set keyed by S2 corpus
+    ids (CSFCube, SciRepEval) is compared through the corpus ids the fetch gave (:func:`corpus_id_aliases`). Shown
+    in: notebooks/sciaspect.ipynb, Data: a citation graph with intents."""
+    from sdr import datasets
     from sdr.evaluate import csfcube, scidocs
 
     read = read_thesis_citations(inputs.citations.path)
     evaluation = {"SciDocs": scidocs.read_papers(inputs.scidocs.path), "MDCR": read_mdcr_papers(inputs.mdcr.path),
                   "SciRepEval": scirepeval_papers(inputs.scirepeval.path),  # sdr evaluate all embeds them itself
                   "CSFCube": csfcube.read_csfcube_papers(inputs.csfcube.path)}
-    kept, overlap = remove_evaluation_papers(read, evaluation)
+    # corpus ids compare only real data: a replica's or fixture's synthetic corpus ids (900000 + i) can equal a real
+    # CSFCube id by chance (900029 is one)
+    real = inputs.citations.kind == "real" and not datasets.dry_run()
+    kept, overlap = remove_evaluation_papers(read, evaluation, corpus_id_aliases(inputs.citations.path) if real else None)
     if overlap.loc["all (removed)", "in the training graph"] > 0:
         run.branch("evaluation papers removed from the training graph")
     if not kept.anchors:

@@ -17,7 +17,8 @@ import numpy as np
 
 from sdr.corpus import CitationGraph, Paper, ReadReport, read_s2_citations
 
-__all__ = ["ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "remove_evaluation_papers",
+__all__ = ["ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "corpus_id_aliases",
+           "remove_evaluation_papers",
            "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "TABLE_6_11_REGRESSION", "TASKS_COUNTED",
            "table_6_11_rows"]
 
@@ -97,14 +98,45 @@ def id_form(ids: Iterable[str]) -> str:
     return forms.pop() if len(forms) == 1 else "mixed" if forms else "none"
 
 
-def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Iterable[str]]):
+def corpus_id_aliases(folder: str | Path) -> dict[str, str]:
+    """S2 paper id → S2 corpus id of every paper of a ``s2_citations_thesis`` folder whose record carries one: the
+    anchors (``papers.jsonl``, ``externalIds.CorpusId`` of ``/paper/batch``) and every linked paper whose page record
+    has ``corpusId`` (none today: the fetch's ``LINK_FIELDS`` do not request it; issue 36's bulk-dataset route, or the
+    field added to the fetch, fills it and :func:`remove_evaluation_papers` then compares every paper)."""
+    import json
+
+    folder = Path(folder)
+    aliases: dict[str, str] = {}
+    papers = folder / "papers.jsonl"
+    if papers.exists():
+        for line in papers.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            corpus_id = (record.get("externalIds") or {}).get("CorpusId")
+            if record.get("paperId") and corpus_id is not None:
+                aliases[str(record["paperId"])] = str(corpus_id)
+    for kind, role in (("references", "citedPaper"), ("citations", "citingPaper")):
+        path = folder / f"{kind}.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for link in (json.loads(line).get("data") or []) if line.strip() else []:
+                other = (link or {}).get(role) or {}
+                if other.get("paperId") and other.get("corpusId") is not None:
+                    aliases[str(other["paperId"])] = str(other["corpusId"])
+    return aliases
+
+
+def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Iterable[str]],
+                             aliases: Mapping[str, str] | None = None):
     """Drop every paper of the evaluation sets from the training data, and count what each set removed.
 
     The thesis made sure "that there is no overlap between the training documents and the documents used to
     test" (§4.3); here the overlap is measured and filtered, never assumed: each evaluation paper found in the
-    training graph leaves it with its edges (so it is no anchor, positive or negative). Ids are compared only
-    within one id space (:func:`id_form`): a set whose ids are in another space than the training graph's gets no
-    count (NaN, "not comparable") instead of a false 0, and nothing is removed for it.
+    training graph leaves it with its edges (so it is no anchor, positive or negative). Ids are compared within one
+    id space (:func:`id_form`). A set keyed by S2 corpus ids, beside a graph of paper ids, is compared through
+    ``aliases`` (paper id → corpus id, :func:`corpus_id_aliases`) for the papers that have one, and the row says how
+    many of the graph's papers that covers; a set in another space with no alias gets no count (NaN, "not
+    comparable") instead of a false 0, and nothing is removed for it.
 
     Returns ``(filtered ThesisData, table)``: one row per set with its size and id form, the papers it shares with
     the training graph, how many of those are anchors, and the edges that touch them.
@@ -121,6 +153,16 @@ def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Ite
         ids = {str(i) for i in ids}
         form = id_form(ids)
         row = {"evaluation set": name, "papers": len(ids), "ids": form}
+        known = {pid: cid for pid, cid in (aliases or {}).items() if pid in nodes}
+        if (form != training_form or form == "mixed") and known and form in ("S2 corpus id", "mixed"):
+            shared = {pid for pid, cid in known.items() if cid in ids}
+            removed |= shared
+            rows.append({**row, "in the training graph": len(shared), "of them anchors": len(shared & anchors),
+                         "edges touching them": sum(1 for c in data.graph if c.citing in shared or c.cited in shared),
+                         "note": f"partly comparable: through the corpus ids of {len(known)} of the graph's "
+                                 f"{len(nodes)} papers (those the fetch gave one)"
+                                 + ("; removed from the training data" if shared else "")})
+            continue
         if form != training_form or form == "mixed":
             rows.append({**row, "in the training graph": float("nan"), "of them anchors": float("nan"),
                          "edges touching them": float("nan"),

@@ -152,6 +152,8 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
     overlap = training.overlap
     not_comparable = [f"{name} (ids: {overlap.loc[name, 'ids']})" for name in overlap.index if name != "all (removed)"
                       and pd.isna(overlap.loc[name, "in the training graph"])]
+    not_comparable += [f"{name} (only {overlap.loc[name, 'note'].split('through ', 1)[1].split(' (')[0]})"
+                       for name in overlap.index if str(overlap.loc[name, "note"]).startswith("partly comparable")]
     ours = [c for c in table_6_11.columns if "(this book" in c]
     tasks = {}
     if ours and "tasks counted: in-task" in table_6_11.index:
@@ -228,9 +230,11 @@ def deviation_lines(facts: Facts) -> dict[str, str]:
         lines["recommendations"] = ("SciDocs' recommendations task is not run: rows are compared on avg10 (the ten "
                                     "other metrics), not on the thesis' 12-metric average.")
     if f.not_comparable:
-        lines["leakage not measured"] = (f"Leakage against {', '.join(f.not_comparable)} is not measured: the training "
-                                         f"graph's ids are another kind ({f.training_ids}; the fetch does not request "
-                                         "corpusId; issue 36's bulk-dataset route would give both).")
+        lines["leakage not measured"] = (f"Leakage against {', '.join(f.not_comparable)} is not measured, or for part "
+                                         f"of the graph only: the training graph's ids are another kind "
+                                         f"({f.training_ids}), and the fetch gives corpus ids for the anchors alone "
+                                         "(it does not request corpusId for linked papers; issue 36's bulk-dataset "
+                                         "route would give every paper's).")
     if DETECTORS["SciRepEval task set"](f):
         tasks = f.scirepeval_tasks
         lines["SciRepEval task set"] = (f"Table 6.11: our averages count {tasks['in_train']} in-task and "
