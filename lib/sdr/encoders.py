@@ -60,6 +60,15 @@ def pick_device(device: str | None = "auto") -> torch.device:
     return torch.device(device)
 
 
+def copy_to_device(tensor: torch.Tensor, device: str | torch.device) -> torch.Tensor:
+    """``tensor`` (on the host) on ``device`` without making the host wait: on CUDA from page-locked memory
+    with ``non_blocking=True`` (a copy from ordinary, pageable memory returns only once it is done, so the
+    host cannot queue the next kernels meanwhile); elsewhere a plain move."""
+    if torch.device(device).type == "cuda" and not tensor.is_pinned():
+        tensor = tensor.pin_memory()
+    return tensor.to(device, non_blocking=True)
+
+
 @dataclass(frozen=True)
 class DevicePlan:
     """How an encoder runs on its device (see :func:`device_plan`); recorded in every training run."""
