@@ -1,7 +1,7 @@
 """The ``sdr`` command line.
 
 Sub-commands are contributed by the modules that own them, so this file only dispatches:
-``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr chapter …``
+``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr train …`` (:mod:`sdr.launch`), ``sdr chapter …``
 (:mod:`sdr.book`), ``sdr data …`` (:mod:`sdr.datasets`) and ``sdr cfs3 …`` (:mod:`sdr.cfs3`).
 Each owner exposes ``register(subparsers)``, which adds its parser and sets ``func``.
 """
@@ -14,6 +14,7 @@ import sys
 
 COMMAND_MODULES = (
     "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets", "sdr.dryrun",
+    "sdr.launch",
 )
 
 

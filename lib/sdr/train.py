@@ -26,9 +26,11 @@ packed FlashAttention chunks on sm80+ GPUs, fp16 autocast with a gradient scaler
 and padded SDPA chunks on older ones (T4, V100), float32 on CPU. The plan of every run (and of each resumed
 part) is recorded in ``TrainResult.device_plans`` and in the checkpoint.
 
-**Several processes** (``torchrun``, :func:`init_distributed`; :mod:`sdr.distributed`): rank 0's weights are
-broadcast to every process at the start, gradients and losses are summed on the parameters' device (NCCL
-accepts no CPU tensor), and each rank's random state is saved in the checkpoint and restored on resume.
+**Several processes** (``torchrun``; :mod:`sdr.distributed`; ``sdr train RUN_FOLDER``, :mod:`sdr.launch`): the
+loss of a step (encoder and objective) runs inside PyTorch's ``DistributedDataParallel``: rank 0's weights are
+broadcast when it is built, gradients are summed in buckets during the backward pass (only on the last call
+of an accumulated step), step losses are summed, and each rank's random state is saved in the checkpoint and
+restored on resume.
 
 **No host sync on the hot path.** A step's loss stays on the device; the host reads the losses of several
 steps at once (every :data:`READ_LOSSES_EVERY` steps, before each checkpoint and validation, at the end, and
@@ -43,6 +45,7 @@ Checkpoints hold tensors and plain Python values only and load with ``torch.load
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import shutil
@@ -61,11 +64,10 @@ from tqdm.auto import tqdm
 from sdr.checkpoints import atomic_save, cpu_copy, load_checkpoint, rank_rng_state, restore_checkpoint  # noqa: F401
 from sdr.checkpoints import rng_state as _rng_state
 from sdr.checkpoints import set_rng_state as _set_rng_state
-from sdr.distributed import all_reduce_gradients, broadcast_from_rank0, gather_rng_states, init_distributed  # noqa: F401
-from sdr.distributed import all_reduce_gradients as _all_reduce_gradients  # noqa: F401
-from sdr.distributed import broadcast_from_rank0 as _broadcast_from_rank0  # noqa: F401
+from sdr.distributed import StepLoss, data_parallel, gather_rng_states, in_process_group, init_distributed  # noqa: F401
 from sdr.distributed import world as _world
 from sdr.encoders import DevicePlan, Encoder, device_plan  # noqa: F401  (device_plan: sdr.train's API too)
+from sdr.launch import RunSpecWritten, hand_over, read_run_spec, train_run, write_run_spec  # noqa: F401
 from sdr.objectives import ContrastiveObjective, TripletObjective, evaluate_loss  # noqa: F401
 
 SCHEDULES = ("linear", "cosine", "slanted_triangular", "constant")
@@ -247,7 +249,7 @@ class Trainer:
     * :meth:`start`: seed, the epochs' batches, optimizer, schedule, device plan, gradient scaler; then
       :meth:`resume` when asked, which may end the run (a finished run's result);
     * :meth:`prepare_encoder`: the config's chunking and precision, BitFit's frozen weights, the worker
-      thread, training mode;
+      thread, the data-parallel wrapper (:func:`sdr.distributed.data_parallel`), training mode;
     * :meth:`fit_epoch` → :meth:`step` (→ :meth:`compute_loss`, :meth:`optimizer_step`) → :meth:`after_step`
       per optimizer step, then :meth:`end_epoch` (losses read, validation, its checkpoint);
     * :meth:`restore_encoder` (always), then :meth:`finish`: the final checkpoint, the best epoch's weights,
@@ -291,6 +293,8 @@ class Trainer:
         """Everything before the first step; returns a finished run's result when :meth:`resume` found one."""
         config, encoder = self.config, self.encoder
         self.rank, self.world = _world()
+        # in a process group (torchrun), even of one process: the step runs through DDP
+        self.distributed = in_process_group()
         seed_everything(config.seed + self.rank)  # each process its own dropout masks
         if self.objective_module is not None:
             self.objective_module.to(encoder.device)
@@ -341,8 +345,6 @@ class Trainer:
                 return finished
         self.resumed_from = self.global_step
         self.device_plans.append(self.plan.record())
-        if self.world > 1:  # every process starts from rank 0's weights (and its resumed state, already equal)
-            broadcast_from_rank0([encoder] + ([self.objective_module] if self.objective_module is not None else []))
         return None
 
     def resume(self) -> TrainResult | None:
@@ -379,7 +381,8 @@ class Trainer:
 
     def prepare_encoder(self) -> None:
         """The config's chunking and precision on the encoder (restored by :meth:`restore_encoder`), BitFit's
-        frozen weights, the worker thread, training mode and the progress bar."""
+        frozen weights, the worker thread, the step's module (data-parallel over several processes), training
+        mode and the progress bar."""
         encoder, config = self.encoder, self.config
         self.settings_before = encoder.chunk_tokens, encoder.recompute_chunks, encoder.precision
         encoder.chunk_tokens, encoder.recompute_chunks = config.chunk_tokens, config.recompute_chunks
@@ -391,11 +394,20 @@ class Trainer:
         for parameter in self.frozen:
             parameter.requires_grad_(False)
         self.prefetcher = ThreadPoolExecutor(max_workers=1) if callable(self.encoder_inputs) else None
+        step_loss = StepLoss(encoder, self.objective)
+        # several processes: DDP (built after BitFit froze its weights, as it registers what needs gradients)
+        # broadcasts rank 0's weights, resumed ones included, and sums gradients during the backward pass
+        self.step_module = data_parallel(step_loss, self._objective_has_parameters()) if self.distributed \
+            else step_loss
         self.set_mode(True)
         self.bar = tqdm(total=self.total_steps, initial=self.global_step, desc="training",
                         disable=not config.progress, unit="step")
         self.steps_done = 0  # optimizer steps of the loop so far, including those skipped on resume
         self.expected: list[tuple[str, ...]] = []  # prepared inputs registered for this step
+
+    def _objective_has_parameters(self) -> bool:
+        return self.objective_module is not None and any(
+            p.requires_grad for p in self.objective_module.parameters())
 
     def restore_encoder(self) -> None:
         """Undo :meth:`prepare_encoder`'s changes to the encoder (also after an error)."""
@@ -458,10 +470,14 @@ class Trainer:
             try:
                 step_loss = self.compute_loss(group)
                 break
-            except torch.OutOfMemoryError:
+            except torch.OutOfMemoryError as error:
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.encoder.device.type == "cuda":
                     torch.cuda.empty_cache()
+                if self.distributed:  # the other processes wait in this step's all-reduce: no rerun alone
+                    raise torch.OutOfMemoryError(
+                        f"{error}\nIn data-parallel training a process cannot rerun a step in smaller chunks "
+                        "alone: set TrainConfig(recompute_chunks=True) or a smaller chunk_tokens") from error
                 setting = _shrink_chunks(self.encoder)
                 if setting is None:
                     raise
@@ -471,7 +487,7 @@ class Trainer:
             for key in self.expected:
                 self.encoder._prepared.pop(key, None)
             self.expected = coming
-        if self.world > 1:
+        if self.distributed:
             torch.distributed.all_reduce(step_loss)
         learning_rate = self.optimizer_step()
         self.global_step += 1
@@ -484,11 +500,20 @@ class Trainer:
     def prefetch(self, group: list[np.ndarray]) -> list[tuple[str, ...]]:
         """Tokenize and chunk a step's texts on the worker thread; returns the keys registered."""
         keys = []
-        for batch in _calls(group, self.example_wise, self.rank, self.world):
+        for batch, _ in self.calls(group):
             texts = list(self.encoder_inputs([self.examples[i] for i in batch]))
             self.encoder.expect(texts, self.prefetcher.submit(self.encoder.prepare, texts))
             keys.append(tuple(texts))
         return keys
+
+    def calls(self, group: list[np.ndarray]) -> list[tuple[np.ndarray, bool]]:
+        """This process's objective calls of a step (:func:`_calls`), each with whether it counts. In
+        data-parallel training a process that has no example of the step (a short last step) still runs one
+        call, weighted zero, so it takes part in the step's gradient all-reduce."""
+        calls = [(batch, True) for batch in _calls(group, self.example_wise, self.rank, self.world)]
+        if not calls and self.distributed:
+            calls = [(group[0][:1], False)]
+        return calls
 
     def compute_loss(self, group: list[np.ndarray]) -> torch.Tensor:
         """Forward and backward over one optimizer step's calls; returns the step's loss, a float64 tensor
@@ -497,15 +522,18 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         group_size = sum(len(b) for b in group)
         step_loss = torch.zeros((), dtype=torch.float64, device=self.encoder.device)
-        for batch in _calls(group, self.example_wise, self.rank, self.world):
-            with self.plan.autocast(self.encoder.device.type):
-                loss = self.objective(self.encoder, [self.examples[i] for i in batch])
-            # Weight by batch size so a short last batch counts as much as its examples.
-            weighted = loss * len(batch) / group_size
-            self.scaler.scale(weighted).backward()
-            step_loss = step_loss + loss.detach().double() * len(batch) / group_size
-        if self.world > 1:
-            all_reduce_gradients(self.trained_parameters)
+        calls = self.calls(group)
+        for number, (batch, counts) in enumerate(calls):
+            # several processes: gradients are summed across them during the last call's backward only
+            accumulate = self.distributed and number < len(calls) - 1
+            with self.step_module.no_sync() if accumulate else contextlib.nullcontext():
+                with self.plan.autocast(self.encoder.device.type):
+                    loss = self.step_module([self.examples[i] for i in batch])
+                # Weight by batch size so a short last batch counts as much as its examples.
+                weighted = loss * len(batch) / group_size if counts else loss * 0.0
+                self.scaler.scale(weighted).backward()
+            if counts:
+                step_loss = step_loss + loss.detach().double() * len(batch) / group_size
         return step_loss
 
     def optimizer_step(self) -> float:
@@ -634,9 +662,14 @@ def train(encoder: Encoder, examples: Sequence, objective: Callable, config: Tra
     with the best epoch's weights (encoder and objective), and the result records every epoch's score
     (``validation``) and ``best_epoch``.
 
-    In data-parallel training (``torchrun``) every process
-    passes the same arguments (``output_dir`` included, on a file system all of them see).
+    In data-parallel training (``torchrun``, see :mod:`sdr.distributed` and ``sdr train``) every process
+    passes the same arguments (``output_dir`` included, on a file system all of them see). With
+    ``SDR_WRITE_RUN_SPECS=1`` a run with an ``output_dir`` is written for ``sdr train`` instead
+    (:func:`sdr.launch.hand_over`).
     """
+    # SDR_WRITE_RUN_SPECS=1: write this run for `torchrun ... sdr train` and stop, instead of training here
+    hand_over(encoder, examples, objective, config, output_dir, resume, callback=callback,
+              batch_sampler=batch_sampler, validate=validate)
     return Trainer(encoder, examples, objective, config, output_dir=output_dir, resume=resume, callback=callback,
                    batch_sampler=batch_sampler, validate=validate).fit()
 
