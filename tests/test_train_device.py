@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import sdr.distributed
+import sdr.encoders
 import sdr.train
 from sdr.encoders import Encoder
 from sdr.train import StopTraining, TripletObjective, load_checkpoint, train
@@ -66,6 +67,87 @@ def test_losses_are_read_in_batches_not_every_step(fresh_tiny_encoder, monkeypat
     # per epoch: after step 3 (steps 1-2), after step 5 (3-4), at the epoch's end (5-6)
     assert reads == [("tolist", "train.py", 2)] * 6
     assert result.steps == 12 and np.isfinite(result.history["loss"]).all()
+
+
+class _BlockingCopies:
+    """Records every call that sdr code makes to copy data onto ``device`` without ``non_blocking=True``:
+    ``Tensor.to``/``Tensor.cuda``/``Tensor.copy_`` and ``torch.tensor``/``torch.as_tensor``/``torch.asarray``
+    with that device as target, called from a file under ``lib/sdr/``.
+
+    What it can see: on CPU the encoder's device *is* the host, so any call there that names the device is what
+    a GPU run would make as a host-to-device copy; from pageable memory, or without ``non_blocking``, that
+    copy makes the host wait until it is done. What it cannot see: copies inside torch or Hugging Face code,
+    implicit ones (a GPU tensor indexed by a CPU index), and whether the source is page-locked (pinning needs
+    CUDA: tests/test_gpu.py checks the prepared inputs there, and runs training under CUDA's sync debug mode)."""
+
+    def __init__(self, device: torch.device, monkeypatch):
+        self.device, self.calls = torch.device(device), []
+        for owner, name in ((torch.Tensor, "to"), (torch.Tensor, "cuda"), (torch.Tensor, "copy_"),
+                            (torch, "tensor"), (torch, "as_tensor"), (torch, "asarray")):
+            monkeypatch.setattr(owner, name, self._spy(name, getattr(owner, name)))
+
+    def _target(self, name, args, kwargs):
+        if name == "cuda":
+            return torch.device("cuda"), kwargs.get("non_blocking", len(args) > 1 and args[1])
+        if name == "copy_":
+            return args[0].device if args and isinstance(args[0], torch.Tensor) else None, \
+                kwargs.get("non_blocking", len(args) > 1 and args[1])
+        if name == "to":
+            first = args[0] if args else None
+            target = kwargs.get("device", first if isinstance(first, (str, torch.device)) else None)
+            positional = len(args) > 2 and isinstance(first, (str, torch.device)) and args[2]
+            return target, kwargs.get("non_blocking", positional)
+        return kwargs.get("device"), False  # torch.tensor / as_tensor / asarray copy synchronously
+
+    def _spy(self, name, original):
+        def spy(*args, **kwargs):
+            caller = sys._getframe(1)
+            if "/sdr/" in caller.f_code.co_filename:
+                target, non_blocking = self._target(name, args[1:] if name in ("to", "cuda", "copy_") else args,
+                                                    kwargs)
+                if target is not None and torch.device(target).type == self.device.type and not non_blocking:
+                    where = f"{caller.f_code.co_filename.rsplit('/sdr/', 1)[-1]}:{caller.f_lineno}"
+                    self.calls.append((name, where))
+            return original(*args, **kwargs)
+        return spy
+
+
+@pytest.mark.parametrize("path", ["padded", "packed", "contrastive"])
+def test_the_training_hot_path_makes_no_blocking_copy_to_the_device(path, fresh_tiny_encoder, monkeypatch):
+    """Every copy of the trainer's hot path to the encoder's device is ``non_blocking`` from host memory the
+    worker thread prepared (inputs, the index that restores the input order, a repeated text's row) or the
+    objective built (per-triplet margins, contrastive masks): the host keeps queueing work on the GPU. The
+    previous code failed this (``torch.as_tensor(..., device=...)`` twice a forward, the step loss's
+    ``.to(device)``, the objectives' ``torch.tensor(..., device=...)``)."""
+    from sdr.samplers import ContrastiveExample
+
+    encoder = fresh_tiny_encoder()
+    encoder.packed = path == "packed"
+    if path == "contrastive":
+        examples = [ContrastiveExample("a", ["b"], ["c", "d"]), ContrastiveExample("c", ["d", "a"], ["e"]),
+                    ContrastiveExample("e", ["f"], ["h", "a"]), ContrastiveExample("g", ["a"], ["b"])]
+        objective = sdr.train.ContrastiveObjective(TEXTS)
+    else:  # per-triplet margins: a tensor built from the examples every call
+        examples, objective = TRIPLETS, TripletObjective(TEXTS, per_example_margin=True)
+    watch = _BlockingCopies(encoder.device, monkeypatch)
+    result = train(encoder, examples, objective, _config(checkpoint_every=0, batch_size=3))
+    assert np.isfinite(result.history["loss"]).all() and result.steps >= 4
+    assert watch.calls == [], watch.calls
+
+
+def test_the_blocking_copy_watch_sees_what_it_should(fresh_tiny_encoder, monkeypatch):
+    """The watch itself: it records a copy to the device that blocks, from sdr code, and ignores one that
+    does not block, one to another device, and calls from outside sdr."""
+    watch = _BlockingCopies(torch.device("cpu"), monkeypatch)
+    host = torch.arange(3)
+    sdr.encoders.copy_to_device(host, "cpu")  # non_blocking: not recorded
+    code = compile("import torch\ndef f(x):\n    x.to('cpu')\n    torch.as_tensor([1], device='cpu')\n"
+                   "    x.to(torch.float64)\n", "/somewhere/lib/sdr/fake.py", "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    namespace["f"](host)
+    host.to("cpu")  # this test file is not sdr code
+    assert [name for name, _ in watch.calls] == ["to", "as_tensor"]
 
 
 def test_a_callback_sees_each_step_loss_when_the_step_ends(fresh_tiny_encoder):

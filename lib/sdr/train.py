@@ -37,8 +37,9 @@ steps at once (every :data:`READ_LOSSES_EVERY` steps, before each checkpoint and
 after every step when a ``callback`` wants the row), and only then checks that they are finite. A non-finite
 loss therefore stops training a few steps after it occurred, with the error naming the step where it did;
 no checkpoint is written after that step (a checkpoint first reads every loss before it). The weights in
-memory then hold the later steps' updates. The next step's texts are tokenized and packed on a worker thread
-while the device runs this one. (These changes are exercised on CPU; their GPU speed is not yet measured.)
+memory then hold the later steps' updates. The next step's texts are tokenized and packed, and its index
+tensors built, in page-locked memory on a worker thread while the device runs this one; copies to the device
+never block the host (``non_blocking``; tests/test_train_device.py watches for blocking ones).
 
 Checkpoints hold tensors and plain Python values only and load with ``torch.load(weights_only=True)``.
 """
@@ -222,6 +223,13 @@ def _trainable_parameters(encoder: Encoder, objective_module: nn.Module | None,
     return named
 
 
+def _use_device(device: torch.device) -> None:
+    """The worker thread's CUDA device: page-locking memory there (the next step's inputs) would otherwise
+    open a context on GPU 0 from every process of a multi-GPU run."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+
+
 def _calls(group: list[np.ndarray], example_wise: bool, rank: int, world: int) -> list[np.ndarray]:
     """The objective calls of one optimizer step in this process.
 
@@ -393,7 +401,8 @@ class Trainer:
                        and not n.endswith("bias")]
         for parameter in self.frozen:
             parameter.requires_grad_(False)
-        self.prefetcher = ThreadPoolExecutor(max_workers=1) if callable(self.encoder_inputs) else None
+        self.prefetcher = ThreadPoolExecutor(max_workers=1, initializer=_use_device, initargs=(encoder.device,)) \
+            if callable(self.encoder_inputs) else None
         step_loss = StepLoss(encoder, self.objective)
         # several processes: DDP (built after BitFit froze its weights, as it registers what needs gradients)
         # broadcasts rank 0's weights, resumed ones included, and sums gradients during the backward pass
