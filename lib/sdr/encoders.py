@@ -265,9 +265,9 @@ class Encoder(nn.Module):
         device_plan(self.device, model, packed, precision)  # a bad override fails here, not mid-chapter
         # run the packed forward through torch.compile (sdr.packed.compiled_hidden_states); opt-in, measured
         # in benchmarks/bench_train_gpu.py. compile_buckets: the token count of a compiled chunk is padded up to
-        # one of this many sizes per power of two (sdr.packed.padded_shape), so a run compiles a few static
-        # shapes, not one per step (0: dynamic shapes, no padding); compile_mode: torch.compile's mode
-        # (None, or "reduce-overhead" for CUDA graphs)
+        # one of this many sizes per power of two (sdr.packed.padded_shape) and the text count is dynamic, so a
+        # run compiles at most twice, never per step (0: dynamic shapes from the start, no padding);
+        # compile_mode: torch.compile's mode (None, or "reduce-overhead": CUDA graphs, one per bucket)
         self.compile_packed = False
         self.compile_buckets = 8
         self.compile_mode: str | None = None

@@ -50,16 +50,11 @@ def bucket(count: int, per_octave: int, minimum: int = 1) -> int:
 
 def padded_shape(tokens: int, texts: int, max_segment: int, per_octave: int = 8) -> tuple[int, int]:
     """(token count, text count) a packed stream of ``tokens`` tokens in ``texts`` texts is padded to for the
-    compiled forward (:func:`compiled_hidden_states`): both bucketed (:func:`bucket`; texts 4 per octave), so a
-    run's steps share a few static shapes and nothing recompiles per step. The pad tokens form extra texts of 1
-    to ``max_segment`` tokens each (attention stays within a text, so real texts are unaffected)."""
+    compiled forward (:func:`compiled_hidden_states`): the token count up to its :func:`bucket`, the pad tokens as
+    the fewest extra texts of 1 to ``max_segment`` tokens each (attention stays within a text, so the real texts
+    are unaffected). The text count is left to vary: the compiled forward treats it as dynamic."""
     padded = bucket(tokens, per_octave, 64)
-    while True:
-        pad = padded - tokens
-        padded_texts = bucket(texts + -(-pad // max_segment), 4, 8)
-        if padded_texts - texts <= pad:  # every pad text gets at least one token
-            return padded, padded_texts
-        padded = bucket(padded + 1, per_octave, 64)
+    return padded, texts + -(-(padded - tokens) // max_segment)
 
 
 def pack_on_host(ids: Sequence[Sequence[int]], device: torch.device, pad_to: tuple[int, int] | None = None,
@@ -172,17 +167,15 @@ def packed_hidden_states(model: nn.Module, flat_ids: torch.Tensor, positions: to
 @functools.cache
 def compiled_hidden_states(static: bool = False, mode: str | None = None):
     """:func:`packed_hidden_states` through ``torch.compile``, which fuses the elementwise work around the matrix
-    products. ``static=False``: dynamic shapes, one graph for every token count. ``static=True``: a graph per
-    shape, for streams padded to a few bucketed shapes (:func:`padded_shape`), which lets inductor specialize
-    its kernels and ``mode="reduce-overhead"`` replay them as CUDA graphs. Opt-in: ``Encoder.compile_packed``
+    products. ``static=False``: dynamic shapes from the start, one graph for every token count.
+    ``static=True``: for streams padded to a few bucketed token counts (:func:`padded_shape`) with constant
+    ``seqlens``: the first shape compiles specialized, a second one compiles a graph general in the token count
+    (torch's automatic dynamic shapes), so a run compiles at most twice, never per step; with
+    ``mode="reduce-overhead"`` (CUDA graphs) each bucket is one recording. Opt-in: ``Encoder.compile_packed``
     (and ``Encoder.compile_buckets``, ``Encoder.compile_mode``); measured in benchmarks/bench_train_gpu.py."""
-    if static:  # each bucketed shape compiles once; the default limit (8 graphs per function) is too few
-        import torch._dynamo
-
-        for name in ("recompile_limit", "cache_size_limit"):
-            if hasattr(torch._dynamo.config, name):
-                setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), 64))
-    return torch.compile(packed_hidden_states, dynamic=not static, mode=mode)
+    # static: torch's automatic dynamic shapes (dynamic=None) compile the first token count as it is and, at a
+    # second one, one graph for every count; the text count is marked dynamic by the caller
+    return torch.compile(packed_hidden_states, dynamic=None if static else True, mode=mode)
 
 
 def packed_pool(model: nn.Module, ids: Sequence[Sequence[int]], pooling: str,
@@ -206,6 +199,8 @@ def pool_packed_stream(model: nn.Module, packed: tuple[torch.Tensor, torch.Tenso
     flat_ids, positions, offsets = packed
     if compiled:
         forward = compiled_hidden_states(static=real is not None, mode=compile_mode)
+        if real is not None:  # the text count varies from step to step: no recompilation for it
+            torch._dynamo.maybe_mark_dynamic(offsets, 0)
     else:
         forward = packed_hidden_states
     hidden = forward(model, flat_ids, positions, offsets, seqlens, attention)
