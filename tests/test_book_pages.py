@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -269,3 +270,30 @@ def test_direct_dependencies_are_ranges_that_admit_the_lock():
     torch = next(r for r in _direct_dependencies() if r.name == "torch")
     for colab_torch in ("2.13.0", "2.6.0+cu124", "2.8.0+cu126"):  # the lock's, and CUDA builds Colab ships
         assert torch.specifier.contains(colab_torch), (torch, colab_torch)
+
+
+HOSTILE = ['x"; import os; os.system("touch PWNED"); "', "a\nimport os\n", "back\\slash\\", "it's \"both\"",
+           "\u2028line separator", "tab\tend"]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_no_value_from_data_runs_as_code_in_the_generated_cells(value, tmp_path, monkeypatch):
+    """Every field that reaches a setup or profile cell (the repository address and branch from _config.yml, the
+    chapter's name from its file name) is a literal: the cell parses, and the literals read back as the values."""
+    import ast
+
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump({"repository": {"url": f"https://github.com/o/r{value}",
+                                                                         "branch": value}}))
+    monkeypatch.setattr(book, "ROOT", tmp_path)
+    setup = book.setup_cell_source(value)
+    tree = ast.parse(setup)
+    assignment = next(node for node in tree.body if isinstance(node, ast.Assign)
+                      and isinstance(node.targets[0], ast.Tuple))
+    assert ast.literal_eval(assignment.value) == (f"https://github.com/o/r{value}".rstrip("/"), value, value)
+    imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert sorted(alias.name for node in imports for alias in node.names) == ["colab", "device_line", "os",
+                                                                                "subprocess", "sys"]
+    profile = ast.parse(book.profile_cell_source(value))
+    call = next(node for node in ast.walk(profile) if isinstance(node, ast.Call)
+                and getattr(node.func, "attr", "") == "interactive_parameters")
+    assert ast.literal_eval(call.args[0]) == value

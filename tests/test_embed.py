@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import torch
 import pytest
 
 from sdr import book, embed
@@ -246,3 +247,36 @@ def test_stored_rows_replace_their_own_model_and_never_shadow_a_chapters_method(
     with pytest.raises(ValueError, match="input_tokens must be a positive integer"):
         book.leaderboard_row("x", "csfcube", _metrics(1.0), data="real", base_model="m", training="none",
                              input_tokens=0)
+
+
+def test_a_rerun_reads_its_cached_embeddings_and_a_changed_model_embeds_again(fresh_tiny_encoder, replicas, tmp_path,
+                                                                              monkeypatch):
+    """Issue 32: the same model, texts and reading settings are embedded once; the scores read back are the same,
+    and new weights (another digest) or another input length make a new entry."""
+    from sdr.evaluate import suite
+
+    folder = tmp_path / "model"
+    fresh_tiny_encoder().save(folder)
+    cache = tmp_path / "cache"
+    first = suite.evaluate_model(str(folder), ["csfcube", "scidocs"], {"csfcube": replicas["csfcube"],
+                                                                       "scidocs": replicas["scidocs"]}, cache=cache)
+    assert first["cached"] == [] and len(list(cache.iterdir())) == 2
+
+    def no_embedding(*args, **kwargs):
+        raise AssertionError("a cached benchmark was embedded again")
+
+    monkeypatch.setattr(embed, "embed", no_embedding)
+    second = suite.evaluate_model(str(folder), ["csfcube", "scidocs"], {"csfcube": replicas["csfcube"],
+                                                                        "scidocs": replicas["scidocs"]}, cache=cache)
+    assert second["cached"] == ["csfcube", "scidocs"]
+    assert second["benchmarks"]["csfcube"]["result"]["test"] == first["benchmarks"]["csfcube"]["result"]["test"]
+    assert book.scidocs_row(second["benchmarks"]["scidocs"]["result"]) == \
+        book.scidocs_row(first["benchmarks"]["scidocs"]["result"])
+    with pytest.raises(AssertionError, match="embedded again"):  # another input length: another entry
+        suite.evaluate_model(str(folder), ["csfcube"], {"csfcube": replicas["csfcube"]}, max_length=16, cache=cache)
+    retrained = fresh_tiny_encoder()
+    with torch.no_grad():
+        next(retrained.model.parameters()).add_(0.01)
+    retrained.save(folder)
+    with pytest.raises(AssertionError, match="embedded again"):  # new weights: a new digest
+        suite.evaluate_model(str(folder), ["csfcube"], {"csfcube": replicas["csfcube"]}, cache=cache)

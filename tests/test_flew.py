@@ -1,16 +1,20 @@
 """FLeW recipe (sdr.methods.flew): facet subgraph weights, the simplex grid, weight tuning on
-validation data only (CSFCube dev folds, MDCR val), facet papers."""
+validation data only (CSFCube dev folds, MDCR val), facet papers; the chapter's steps, registries and checks."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sdr import facets
+from sdr.book import ChapterCheckFailed
 from sdr.corpus import CitationGraph, Paper, read_s2_citations
 from sdr.methods import flew
 
@@ -95,8 +99,8 @@ def test_csfcube_tuning_reads_only_each_folds_dev_queries(tmp_path, monkeypatch)
         finally:
             tuning[0] = False
 
-    monkeypatch.setattr(flew, "csfcube_per_query", fake_per_query)
-    monkeypatch.setattr(flew, "tune_weights", spying_tune)
+    monkeypatch.setattr(flew.recipe, "csfcube_per_query", fake_per_query)
+    monkeypatch.setattr(flew.recipe, "tune_weights", spying_tune)
     vectors = {facet: np.zeros((2, 2)) for facet in flew.FACETS}
     scores, chosen = flew.csfcube_crossval(tmp_path, vectors, ["x", "y"])
     assert len(read_during_tuning) == 6  # 3 facets × 2 folds
@@ -115,7 +119,7 @@ def test_csfcube_tuned_all_row_pools_the_test_queries_of_every_facet(tmp_path, m
     (tmp_path / "evaluation_splits.json").write_text(json.dumps(splits))
     value = {key: (n + 1) / 100 for n, key in enumerate(k for facet in flew.FACETS for k in queries[facet])}
     metrics = ("rp", "p@20", "r@20", "ndcg", "ndcg@20", "ndcg%20", "map", "mrr")
-    monkeypatch.setattr(flew, "csfcube_per_query",
+    monkeypatch.setattr(flew.recipe, "csfcube_per_query",
                         lambda data_dir, vectors, ids, facets_to_rank=flew.FACETS:
                         {k: dict.fromkeys(metrics, v) for k, v in value.items()})
     vectors = {facet: np.zeros((2, 2)) for facet in flew.FACETS}
@@ -147,7 +151,7 @@ def test_csfcube_per_query_of_the_tuned_sum_follow_each_querys_own_weights(tmp_p
         weights = {f: float(vectors[0, i]) for i, f in enumerate(flew.FACETS)}
         return {k: dict.fromkeys(metrics, weights[k.rsplit("_", 1)[1]]) for f in flew.FACETS for k in queries[f]}
 
-    monkeypatch.setattr(flew, "csfcube_per_query", per_query)
+    monkeypatch.setattr(flew.recipe, "csfcube_per_query", per_query)
     # combine() of these vectors puts the weights themselves in row 0: W_bg, W_mt, W_rs
     vectors = {f: np.eye(3)[[i]] for i, f in enumerate(flew.FACETS)}
     scores, chosen, tested = flew.csfcube_crossval(tmp_path, vectors, ["x"], step=0.25, return_per_query=True)
@@ -656,3 +660,186 @@ def test_real_profile_trains_the_leaderboard_models_with_three_seeds():
     real = book.chapter_parameters("flew", "real")
     assert real["leaderboard_seeds"] >= 3 and real["csfcube_eval"] is True
     assert book.chapter_parameters("flew", "smoke").get("leaderboard_seeds", 1) == 1
+
+
+# ------------------------------------------------------------------------ the chapter's steps (issue 31)
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "flew.ipynb"
+
+
+def _chapter_code_cells() -> list[str]:
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    kept = {"parameters", "sdr-setup", "sdr-profile"}
+    return ["".join(c["source"]) for c in cells
+            if c["cell_type"] == "code" and not kept & set(c.get("metadata", {}).get("tags", []))]
+
+
+def test_the_chapter_reads_as_a_book():
+    """One call per step: no top-level branching or loops, no test of where an input came from (the data policy
+    decides in the steps), cells that fit a screen; every figure one call in a hide-input cell with a caption."""
+    cells = _chapter_code_cells()
+    for source in cells:
+        lines = [line for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        assert len(lines) <= 12, source
+        assert not [line for line in lines if line.startswith(("if ", "for ", "while "))], source
+        assert not re.search(r"\.(real|official|kind|origin)\b", source), source
+    figures = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if "flew.figures." in "".join(c["source"])]
+    assert len(figures) == 2
+    for cell in figures:
+        assert "hide-input" in cell["metadata"]["tags"] and cell["metadata"]["mystnb"]["figure"]["caption"]
+
+
+def test_ablations_registry_names_table3_rows_and_the_profiles_ablations():
+    from sdr import book
+
+    table3 = set(book.read_paper_table("flew_table3")["model"])
+    for name, ablation in flew.ABLATIONS.items():
+        assert set(ablation.paper_rows) <= table3, name
+        if ablation.weighted_sum:
+            assert set(ablation.members) == set(flew.FACETS), name
+    for profile, settings in book.load_profiles()["profiles"].items():
+        flew.chosen_ablations(settings["chapters"]["flew"].get("ablations", []))  # every name is a registry key
+    assert list(flew.chosen_ablations(["without_structural", "without_textual"])) == list(flew.ABLATIONS)
+    with pytest.raises(ValueError, match=r"unknown \['without_graph'\]"):
+        flew.chosen_ablations(["without_graph"])
+
+
+def test_released_registries_label_every_model_the_paper_profile_scores():
+    from sdr import datasets
+
+    assert set(flew.RELEASED_BASELINES) | set(flew.RELEASED_FLEW) == set(datasets.CHAPTER_MODELS["flew"])
+    assert not set(flew.RELEASED_BASELINES) & set(flew.RELEASED_FLEW)
+
+
+def _inputs(official: bool):
+    return SimpleNamespace(csabstruct=SimpleNamespace(official=official, kind="real" if official else "replica"))
+
+
+def _scores(ours: float, baseline: float, scored: int = 1133):
+    table = pd.DataFrame({"sentences scored": [scored]})
+    return flew.SplitterScores(table, pd.DataFrame(), ours, baseline)
+
+
+def test_splitter_check_follows_the_data_policy():
+    target, margin = flew.SPLITTER_AGREEMENT_TARGET, flew.SPLITTER_BASELINE_MARGIN
+    flew.check_splitter(_inputs(True), _scores(target, target - 2 * margin))
+    with pytest.raises(ChapterCheckFailed, match="need ≥ 0.85"):
+        flew.check_splitter(_inputs(True), _scores(target - 0.01, 0.5))
+    with pytest.raises(ChapterCheckFailed, match="> the baseline"):
+        flew.check_splitter(_inputs(True), _scores(target + 0.01, target + 0.005))
+    with pytest.raises(ChapterCheckFailed, match="1,133"):
+        flew.check_splitter(_inputs(True), _scores(0.99, 0.5, scored=1000))
+    # a replica: templated abstracts, near perfect, ours no worse than the baseline by 0.02; the target is not read
+    flew.check_splitter(_inputs(False), _scores(0.95, 0.96))
+    with pytest.raises(ChapterCheckFailed, match="templated abstracts"):
+        flew.check_splitter(_inputs(False), _scores(0.95, 0.99))
+
+
+def test_heldout_gain_check_has_teeth():
+    run = SimpleNamespace(p=SimpleNamespace(gain_margin=0.016))
+    table = pd.DataFrame({"loss gain": [0.02, 0.001, 0.005]}, index=list(flew.FACET_ENCODERS.values()))
+    assert flew.expect_heldout_gain(run, table)
+    with pytest.raises(ChapterCheckFailed, match="need every gain > 0"):
+        flew.expect_heldout_gain(run, table.assign(**{"loss gain": [0.02, -0.001, 0.005]}))
+    with pytest.raises(ChapterCheckFailed, match="largest > the margin 0.016"):
+        flew.expect_heldout_gain(run, table.assign(**{"loss gain": [0.01, 0.001, 0.005]}))
+    with pytest.raises(ChapterCheckFailed, match="no query of the list is held out"):
+        flew.expect_heldout_gain(run, pd.DataFrame())
+    off = SimpleNamespace(p=SimpleNamespace(gain_margin=0.0))
+    assert not flew.expect_heldout_gain(off, table.assign(**{"loss gain": [-1.0, -1.0, -1.0]}))
+
+
+def test_link_prediction_check_has_teeth(capsys):
+    table = pd.DataFrame({"AUC": [80.0, 70.0, 60.0]}, index=list(flew.FACETS))
+    sampling = flew.Sampling(None, [], {}, None, {f: [] for f in flew.FACETS}, table)
+    flew.expect_link_prediction(sampling)
+    assert "AUC per subgraph" in capsys.readouterr().out
+    with pytest.raises(ChapterCheckFailed, match="need > 55"):
+        flew.expect_link_prediction(flew.Sampling(None, [], {}, None, {}, table.assign(AUC=[80.0, 55.0, 60.0])))
+
+
+def test_leaderboard_seeds_without_csfcube_stop_before_training():
+    run = SimpleNamespace(p=SimpleNamespace(leaderboard_seeds=3, csfcube_eval=False))
+    with pytest.raises(ValueError, match="leaderboard_seeds = 3 needs csfcube_eval"):
+        flew.train_facet_encoders(run, None, None, None, None, None)
+
+
+def test_table2_shows_every_paper_field_and_ours():
+    result = {"fields": {"Art": {"map": 0.3, "recall_5": 0.4}, "Zoology (made up)": {"map": 0.1, "recall_5": 0.2}},
+              "avg": {"map": 0.2, "recall_5": 0.3}}
+    mdcr = flew.MDCRScores({}, {}, {"ours": result}, pd.DataFrame())
+    table2 = flew.mdcr_table2(mdcr)
+    assert set(table2) == {"MAP", "R@5"}
+    for label, metric in (("MAP", "map"), ("R@5", "recall_5")):
+        table = table2[label]
+        assert len(table) == 21 and table.index[19] == "Avg" and table.index[20] == "Zoology (made up)"
+        assert table.loc["Art", "ours"] == result["fields"]["Art"][metric] and table.loc["Avg", "ours"] == result["avg"][metric]
+        assert table.loc["Zoology (made up)"].drop("ours").isna().all()  # not a field of the paper: its columns empty
+        assert table.loc["Avg", "paper: FLeW(ours)"] > 0
+
+
+def test_systems_embed_each_benchmark_at_its_length_and_restore_it():
+    class Recording:
+        max_length = 64
+
+        def __init__(self):
+            self.lengths = []
+
+        def encode_papers(self, papers, batch_size, progress):
+            self.lengths.append(self.max_length)
+            return [np.full(2, float(len(p))) for p in papers]
+
+    run = SimpleNamespace(p=SimpleNamespace(max_length=64, csfcube_max_length=32))
+    systems = flew.Systems(run, {"MDCR": {"b": "bb", "a": "a"}, "CSFCube": {"c": "ccc"}})
+    encoder = Recording()
+    vectors = systems.embed(encoder, flew.BENCHMARKS)
+    assert set(vectors) == {"MDCR", "CSFCube"} and encoder.lengths == [64, 32] and encoder.max_length == 64
+    assert list(vectors["MDCR"]) == ["a", "b"] and vectors["MDCR"]["b"][0] == 2.0
+
+
+def test_csfcube_rows_train_the_extra_seeds_and_store_one_row_per_model_and_seed(synthetic_corpus, tmp_path, capsys):
+    """The `real` profile's path (leaderboard_seeds > 1), on CPU: the extra seeds retrain each facet encoder on the
+    same triplets (training is replaced by fixed random vectors here), and every model and seed is a leaderboard row
+    compared with the untrained encoder."""
+    from sdr import book
+    from sdr.book import Fit
+    from sdr.evaluate import csfcube
+    from sdr.synthetic.csfcube import write_csfcube
+
+    folder = write_csfcube(synthetic_corpus, tmp_path / "csfcube", n_queries=6, pool_size=24, seed=0)
+    ids = sorted(csfcube.read_csfcube_papers(folder))
+    rng = np.random.default_rng(0)
+
+    def vectors():
+        return dict(zip(ids, rng.normal(size=(len(ids), 8))))
+
+    p = SimpleNamespace(csfcube_eval=True, seed=0, leaderboard_seeds=2, model_name="minilm", model_layers=2,
+                        weight_step=0.25, csfcube_max_length=32, batch_size=8, accumulation_steps=2, epochs=1)
+    run = SimpleNamespace(p=p, profile="smoke")
+    names = list(flew.FACET_ENCODERS.values())
+
+    def fit(name, seed):
+        trained.append((name, seed))
+        return Fit(name, SimpleNamespace(pooling="mean"), SimpleNamespace(steps=3), 1.0, 0.5, 48)
+
+    trained = []
+    training = flew.FacetTraining(run, {}, None, {}, {}, fits={name: fit(name, 0) for name in names})
+    training.fit, trained[:] = fit, []
+    systems = flew.Systems(run, {"CSFCube": {}}, single={name: {"CSFCube": vectors()}
+                                                         for name in ["untrained encoder", *names]})
+    systems.embed = lambda encoder, benchmarks: {"CSFCube": vectors()}
+    inputs = SimpleNamespace(csfcube=SimpleNamespace(path=folder, kind="replica", source="CSFCube replica"))
+    cs = flew.csfcube_rows(run, inputs, systems, training)
+    assert trained == [(name, 1) for name in names]
+    assert sorted((row["method"], row["seed"]) for row in cs.leaderboard) == \
+        sorted((name, seed) for name in [*names, flew.SUM_NAME] for seed in (0, 1))
+    reference = book.untrained_reference("minilm", 2, "mean", "csfcube")
+    assert {row["reference"] for row in cs.leaderboard} == {reference}
+    assert {row["training"] for row in cs.leaderboard if row["method"] == flew.SUM_NAME} == \
+        {"3 encoders, 1 epoch, 9 steps × 16 triplets in all"}
+    assert list(cs.seeds.index) == [*names, flew.SUM_NAME] and {"seed 0", "seed 1", "Δ vs untrained"} <= set(cs.seeds)
+    assert list(cs.seed_training) == [f"{name} · seed 1" for name in names]
+    assert list(cs.table.index) == [*names, "FLeW (tuned per facet on dev folds)", "untrained encoder"]
+    flew.show_csfcube(run, inputs, cs)
+    assert "training of the extra seeds" in capsys.readouterr().out
+    assert not flew.csfcube_rows(SimpleNamespace(p=SimpleNamespace(csfcube_eval=False)), inputs, systems,
+                                 training).scored

@@ -153,3 +153,63 @@ def test_every_chapter_and_profile_of_the_book_fits():
                 if key in found and parameters.mismatch(found[key], value):
                     mismatches.append((chapter, profile, key))
     assert mismatches == []
+
+
+# ------------------------------------------------------------------------------------ YAML 1.2 and declared rules
+@pytest.mark.parametrize("text, value", [
+    ("010", 10), ("0o10", 8), ("0x1f", 31), ("5:00", "5:00"), ("yes", "yes"), ("on", "on"), ("2001-12-14", "2001-12-14"),
+    ("-3", -3), ("1_000", "1_000"), (".inf", math.inf),
+])
+def test_values_are_read_with_yaml_1_2_semantics(text, value):
+    """YAML 1.1 read `010` as octal 8, `5:00` as the sexagesimal 300 and `yes`/`on` as booleans."""
+    assert parameters.parse_value("k", text) == value and type(parameters.parse_value("k", text)) is type(value)
+
+
+RULES = {"parameter_rules": {"all": {"n": {"min": 1}, "use_real_data": {"choices": [True, False, "auto"]},
+                                     "rates": {"above": 0, "below": 1}, "name": {"pattern": "smoke|real"}},
+                             "chapter": {"n": {"max": 8}}}}
+
+
+@pytest.mark.parametrize("values, reason", [
+    ({"n": -3}, "-p n: -3 is not at least 1"), ({"n": 9}, "-p n: 9 is not at most 8"),
+    ({"use_real_data": "maybe"}, "-p use_real_data: 'maybe' is not one of [True, False, 'auto']"),
+    ({"use_real_data": 1}, "is not one of"), ({"rates": [0.5, 1.0]}, "holds 1.0, which is not below 1"),
+    ({"name": "smoke; rm"}, "does not match 'smoke|real'"),
+])
+def test_declared_rules_refuse_values_before_anything_runs(values, reason, tmp_path):
+    rules = parameters.parameter_rules("chapter", RULES)
+    with pytest.raises(InputError, match="was not executed") as error:
+        parameters.check_rules(values, rules, tmp_path / "chapter.ipynb", {key: "-p" for key in values})
+    assert reason in str(error.value)
+    parameters.check_rules({"n": 8, "use_real_data": "auto", "rates": [0.5], "name": "real"}, rules, "chapter.ipynb")
+    with pytest.raises(InputError, match="parameter_rules.all.n: expected a mapping"):
+        parameters.parameter_rules("chapter", {"parameter_rules": {"all": {"n": {"minimum": 1}}}})
+
+
+@pytest.mark.parametrize("key, text, message", [
+    ("n", "-3", "-p n: -3 is not at least 1"),
+    ("use_real_data", "maybe", "-p use_real_data: 'maybe' is not one of"),
+    ("seed", "5:00", "-p seed: '5:00' is a str; expected int"),
+])
+def test_sdr_chapter_refuses_out_of_range_parameters_without_running_the_notebook(key, text, message, tmp_path):
+    """The issue's cases, through the command: exit status 2 with one line, and no .failed notebook."""
+    import subprocess
+    import sys
+
+    chapter = "cfs3" if key == "n" else "specter"
+    completed = subprocess.run([sys.executable, "-m", "sdr.cli", "chapter", chapter, "--profile", "smoke", "-p", key,
+                                text, "--output-dir", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    assert message in completed.stderr and "Traceback" not in completed.stderr
+    assert not list(tmp_path.glob("*.ipynb"))
+
+
+def test_every_chapter_and_profile_of_the_book_keeps_the_declared_rules():
+    """profiles.yml's values (and the dry run's caps) break no parameter_rules, so every profile still runs."""
+    from sdr import book
+    from sdr.dryrun import dry_run_overrides
+
+    for chapter in book.chapter_names():
+        for profile in ("smoke", "real", "paper"):
+            book.chapter_parameters(chapter, profile)
+        book.chapter_parameters(chapter, "paper", dry_run_overrides(chapter))

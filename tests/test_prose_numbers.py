@@ -52,7 +52,7 @@ _STRIP = [
                r"[A-Z]?\d+(?:\.\d+)*)*"),                     # references to the papers' structure
     re.compile(r"\bA\.\d+(?:\.\d+)*"),                        # appendix sections (A.7.10)
     re.compile(r"\b(?:19|20)\d\d\b"),                         # years
-    re.compile(r"\b\w+-\d+\b|\b\d+-\w*[a-zA-Z]\w*\b"),        # names with digits (MiniLM-L6, all-MiniLM-L6-v2, 3-fold)
+    re.compile(r"\b\w+-\d+\w*\b|\b\d+-\w*[a-zA-Z]\w*\b"),     # names with digits (MiniLM-L6, GPT-4o, SFR-2_R, 3-fold)
     re.compile(r"\b[A-Za-z]+\d+[A-Za-z\d]*\b"),               # identifiers with digits (L2, H100, T4, SciNCL2)
 ]
 _NUMBER = re.compile(r"[+±−-]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?%?|[+±−-]?\.\d+%?")
@@ -88,7 +88,7 @@ def stray_numbers(markdown: str, paper_values: set[str]) -> list[str]:
         canonical = _canonical(token)
         plain = token.lstrip("+±−-")
         if re.fullmatch(r"\d+", plain.replace(",", "")) and int(plain.replace(",", "")) <= SMALL_COUNT \
-                and not token.startswith(("+", "±", "−")):
+                and not token.startswith(("+", "±", "−", "-")):  # a signed number is a difference, not a count
             continue
         if canonical in paper_values or canonical in allowed:
             continue
@@ -117,3 +117,57 @@ def test_a_planted_hand_typed_number_is_caught():
     assert stray_numbers(clean + " The facet encoders gain 0.862 MAP.", values) == ["0.862"]
     assert stray_numbers("SciNCL reaches 81.8 on average (its Table 1).", values) == []  # a paper value
     assert stray_numbers("ours: +4.5 over the untrained encoder", values) == ["+4.5"]
+
+
+
+# ------------------------------------------------------------------------------------ code comments a page shows
+_SHOWN_DECIMAL_OR_SIGNED = re.compile(r"(?<![\w.])(?:[+±−-]?\d[\d,]*\.\d+|[+±−-]\d[\d,]*|\.\d+)%?")
+
+
+def comment_numbers(source: str, paper_values: set[str]) -> list[str]:
+    """Signed and decimal numbers in the ``#`` comments of a code cell that are neither paper values nor allowed:
+    a measured value typed into a comment the page shows (``# .699/.727``, ``# 12.27, 19.24``)."""
+    import io
+    import tokenize
+
+    try:
+        comments = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        comments = [line.split("#", 1)[1] for line in source.splitlines() if "#" in line]
+    allowed = {_canonical(k) for k in ALLOWED}
+    stray = []
+    for comment in comments:
+        text = comment
+        for pattern in _STRIP[3:]:  # structure references, years, identifiers with digits (code spans stay numbers)
+            text = pattern.sub(" ", text)
+        for token in _SHOWN_DECIMAL_OR_SIGNED.findall(text):
+            canonical = _canonical(token)
+            if canonical not in paper_values and canonical not in allowed:
+                stray.append(token)
+    return stray
+
+
+def _shown_code_cells(path: Path) -> list[tuple[int, str]]:
+    cells = json.loads(path.read_text())["cells"]
+    return [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"
+            and not {"remove-cell", "remove-input", "parameters"} & set(c.get("metadata", {}).get("tags", []))]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_code_comments_a_page_shows_hold_no_measured_number(notebook):
+    values = _paper_values()
+    problems = [f"cell {i}: {', '.join(stray)}" for i, text in _shown_code_cells(notebook)
+                if (stray := comment_numbers(text, values))]
+    assert not problems, (f"{notebook.name}: measured numbers typed into code comments the page shows (print them "
+                          "from the results, or cite the paper table): " + "; ".join(problems))
+
+
+def test_a_planted_number_in_a_comment_is_caught():
+    values = _paper_values()
+    assert comment_numbers("x = 1  # 5 seeds, Table 3, all-MiniLM-L6-v2\n", values) == []
+    assert comment_numbers("x = 1  # the seeds gave .699/.727 here\n", values) == [".699", ".727"]
+    assert comment_numbers("x = 1  # the seeds gave 0.699 and 0.727\n", values) == ["0.699", "0.727"]
+    assert comment_numbers("x = 1  # fell 12.27, 19.24 % below\n", values) == ["12.27", "19.24"]
+    assert comment_numbers("x = 1  # SciNCL's 81.8 (its Table 1)\n", values) == []  # a paper value
+    assert comment_numbers("y = 2  # a gain of -3 over the reference\n", values) == ["-3"]

@@ -291,6 +291,59 @@ WRITERS = {
 ``$SDR_DATA`` has them)."""
 
 
+# ---------------------------------------------------------------------------------------------- released models
+MODELS_FOLDER = "models"
+"""Where the mirror holds the released models' stand-ins (``<mirror>/models/<org>__<name>``), which
+``ChapterData.model`` loads in the dry run."""
+BASE_MODEL = "allenai/scibert_scivocab_uncased"
+"""The ``paper`` profile's base model: its stand-in is a WordPiece BERT like SciBERT."""
+
+
+def needed_models(chapters=None) -> list[str]:
+    """The base model and every released model the chapters read at ``paper``."""
+    chapters = chapters or list(datasets.CHAPTER_MODELS)
+    return list(dict.fromkeys([BASE_MODEL, *(m for c in chapters for m in datasets.CHAPTER_MODELS.get(c, ()))]))
+
+
+def write_model_stand_ins(mirror: Path, models, fixture: "FixtureCorpus") -> dict[str, Path]:
+    """A tiny random stand-in of each model in its family and released layout (:mod:`sdr.synthetic.models`), its
+    tokenizer trained on the fixture corpus' texts."""
+    from sdr.synthetic.models import folder_name, write_stand_in
+
+    texts = [f"{paper.title} {paper.abstract}" for paper in fixture.corpus.papers.values()]
+    written = {}
+    for number, name in enumerate(models):
+        folder = mirror / MODELS_FOLDER / folder_name(name)
+        if not folder.exists():
+            write_stand_in(folder, name, texts, layers=2, hidden=32, seed=FIXTURE_SEED + number)
+        written[name] = folder
+    return written
+
+
+def write_released_expected(mirror: Path, checks, data_dirs) -> Path:
+    """The expected values of the released-model checks on the mirror (``released_expected.json``): each check's
+    model stand-in embeds the benchmark's texts by a plain ``transformers`` forward (:func:`sdr.released.
+    plain_embeddings`), scored by the benchmark's evaluator — the independent computation the chapters' checks
+    compare the book's encoding path with. ``data_dirs``: each benchmark's folder in the mirror."""
+    from sdr import embed, released
+    from sdr.evaluate import suite
+    from sdr.synthetic.models import folder_name
+
+    path = mirror / released.EXPECTED_FILE
+    stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    for check in checks:
+        folder = mirror / MODELS_FOLDER / folder_name(check.model)
+        data = Path(data_dirs[check.benchmark])
+        encoder = embed.load_model(str(folder), max_length=check.max_length, pooling=check.pooling, device="cpu")
+        inputs = embed.benchmark_inputs(check.benchmark, data, encoder, check.csfcube_queries)
+        vectors = released.plain_embeddings(folder, inputs.texts, check.pooling, check.max_length)
+        result, _ = suite.score(inputs, vectors)
+        for metric, value in released.flat_metrics(check.benchmark, result).items():
+            stored[f"{check.model}|{check.benchmark}|{metric}"] = value
+    path.write_text(json.dumps(stored, indent=1, sort_keys=True), encoding="utf-8")
+    return path
+
+
 def needed_datasets(chapters=None) -> list[str]:
     chapters = chapters or list(datasets.CHAPTER_DATA)
     return list(dict.fromkeys(name for c in chapters for name in datasets.CHAPTER_DATA[c]))

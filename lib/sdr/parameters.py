@@ -41,19 +41,44 @@ TYPE_NAMES = {"bool": bool, "int": int, "float": float, "str": str, "list": list
 
 
 class YamlLoader(yaml.SafeLoader):
-    """PyYAML reads YAML 1.1, where ``2e-5`` (no dot) is a *string*; learning rates are written that way,
-    so this loader also resolves the YAML 1.2 float form ``[-+]?digits[.digits]e[-+]?digits``."""
+    """YAML 1.2's core schema (PyYAML reads YAML 1.1): plain scalars are null (``null``, ``~``, empty), booleans
+    (``true``/``false`` only: ``yes``, ``no``, ``on``, ``off`` stay strings), integers in base 10 (``010`` is 10, not
+    octal 8; ``0o10`` and ``0x10`` say their base), floats (``2e-5`` without a dot is a float, as learning rates are
+    written) and strings; ``5:00`` is a string, not the sexagesimal 300, and dates stay strings."""
+
+    yaml_implicit_resolvers: dict = {}
 
 
-YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."))
+def _construct_int(loader, node) -> int:
+    text = loader.construct_scalar(node)
+    sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
+    if digits.startswith("0o"):
+        return sign * int(digits[2:], 8)
+    if digits.startswith("0x"):
+        return sign * int(digits[2:], 16)
+    return sign * int(digits, 10)
+
+
+for _tag, _pattern, _first in (
+        ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+        ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+        ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+        ("tag:yaml.org,2002:float",
+         r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+         list("-+0123456789."))):
+    YamlLoader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+YamlLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def load_yaml(text: str):
+    """YAML text read with :class:`YamlLoader` (YAML 1.2's core schema)."""
+    return yaml.load(text, Loader=YamlLoader)
 
 
 def parse_value(key: str, text: str):
     """One ``-p KEY VALUE`` value as YAML; invalid YAML raises :class:`InputError` starting ``-p KEY:``."""
     try:
-        return yaml.load(text, Loader=YamlLoader)
+        return load_yaml(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
@@ -242,3 +267,66 @@ def check_values(values: Mapping, specs: Mapping[str, ParameterSpec], notebook: 
     if problems:
         raise InputError(f"{len(problems)} parameter values do not fit the parameters cell of {name}; nothing was "
                          f"executed:\n  " + "\n  ".join(problems))
+
+
+
+# ------------------------------------------------------------------------------------ declared ranges and choices
+RULE_KEYS = ("choices", "min", "max", "above", "below", "pattern")
+
+
+def parameter_rules(chapter: str, profiles: Mapping) -> dict[str, dict]:
+    """The declared rules of a chapter's parameters (``parameter_rules`` of ``profiles.yml``: ``all``, then the
+    chapter's own block): ``{name: {rule: value}}``. An unknown rule key is an error naming it."""
+    declared = (profiles or {}).get("parameter_rules") or {}
+    rules: dict[str, dict] = {}
+    for block in ("all", chapter):
+        for name, rule in (declared.get(block) or {}).items():
+            if not isinstance(rule, Mapping) or set(rule) - set(RULE_KEYS):
+                raise InputError(f"profiles.yml: parameter_rules.{block}.{name}: expected a mapping of "
+                                 f"{', '.join(RULE_KEYS)}, got {rule!r}")
+            rules[name] = {**rules.get(name, {}), **rule}
+    return rules
+
+
+def _rule_problem(value, rule: Mapping) -> str | None:
+    """Why ``value`` (a list: each element) breaks ``rule`` (None when it does not)."""
+    if isinstance(value, list):
+        for item in value:
+            reason = _rule_problem(item, rule)
+            if reason is not None:
+                return f"holds {_shown(item)}, which {reason}"
+        return None
+    if "choices" in rule:
+        allowed = list(rule["choices"])
+        if not any(value == c and type(value) is type(c) for c in allowed):
+            return f"is not one of {allowed}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    for key, test, words in (("min", lambda v, b: v >= b, "at least"), ("max", lambda v, b: v <= b, "at most"),
+                             ("above", lambda v, b: v > b, "above"), ("below", lambda v, b: v < b, "below")):
+        if key in rule and number and not test(value, rule[key]):
+            return f"is not {words} {rule[key]}"
+    if "pattern" in rule and isinstance(value, str) and not re.fullmatch(rule["pattern"], value):
+        return f"does not match {rule['pattern']!r}"
+    return None
+
+
+def check_rules(values: Mapping, rules: Mapping[str, Mapping], notebook: str | Path,
+                origins: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`InputError` listing every value that breaks its declared rule (:func:`parameter_rules`),
+    each naming where the value came from and what the rule allows; nothing has run yet."""
+    origins = origins or {}
+    problems = []
+    for key, value in values.items():
+        if key not in rules:
+            continue
+        reason = _rule_problem(value, rules[key])
+        if reason is not None:
+            origin = origins.get(key, "")
+            label = f"-p {key}" if origin == "-p" else f"{key}{f' (from {origin})' if origin else ''}"
+            problems.append(f"{label}: {_shown(value)} {reason} (profiles.yml parameter_rules: {dict(rules[key])})")
+    name = Path(notebook).name
+    if len(problems) == 1:
+        raise InputError(f"{problems[0]}; {name} was not executed")
+    if problems:
+        raise InputError(f"{len(problems)} parameter values break the declared rules of {name}; nothing was "
+                         "executed:\n  " + "\n  ".join(problems))

@@ -177,3 +177,231 @@ def readme_table(devices=(MEASURED_DEVICE, "Tesla T4")) -> str:
 
 if __name__ == "__main__":
     print(readme_table())
+
+
+# ================================================================================ the whole cost of a chapter
+# A chapter's cost plan counts everything it does at a profile, from the same parameters the notebook reads and
+# the registry of its parts (``sdr.methods.<name>.PARTS``): every training run (seeds, ablations, sweeps, each
+# encoder), the benchmarks' encodings, graph embeddings, kNN searches, SVM grids and the data fetches. GPU hours
+# come from the measured throughput (training and encoding on the measured GPU), scaled to other GPUs by their peak
+# and labelled as scaled; other work states its own rate (``Work.how``).
+
+MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512, bf16 (train_gpu_nvidia-h100…txt)
+MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * MEASURED_TOKENS_PER_TEXT
+"""Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
+
+KINDS = ("train", "encode", "graph", "knn", "svm", "fetch")
+
+
+from dataclasses import dataclass, field  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of a chapter that a user can run alone (``parts`` parameter), and what of the paper it reproduces.
+
+    Args:
+        name: ``released``, ``main``, ``seeds``, ``ablations``, ``sweeps`` … (the chapter's registry key).
+        reproduces: the paper's table or figure ("SciNCL Table 1, SciNCL row").
+        headline: part of the default ``paper`` run (the paper's headline table).
+        t4: what a Colab T4 user can finish of it, said in words (e.g. "one seed in a 12-hour session").
+    """
+
+    name: str
+    reproduces: str
+    headline: bool = False
+    t4: str = ""
+
+
+@dataclass(frozen=True)
+class Work:
+    """One line of a chapter's cost plan: a unit of work, how many times it runs, and what it costs.
+
+    ``kind`` is one of :data:`KINDS`. ``train`` lines give examples, epochs, the effective batch, texts per example
+    and tokens per text (GPU hours from the measured training throughput); ``encode`` lines the texts embedded per
+    run and tokens per text; ``graph``/``knn``/``svm`` lines their ``hours`` per run on ``hours_on`` (a CPU or a
+    GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
+    ``requests_per_s``)."""
+
+    part: str
+    what: str
+    kind: str
+    runs: int = 1
+    examples: int = 0
+    epochs: int = 0
+    effective_batch: int = 0
+    texts_per_example: float = 0.0
+    tokens_per_text: float = 0.0
+    texts: int = 0
+    hours: float = 0.0
+    hours_on: str = "CPU"
+    download_bytes: int = 0
+    requests: int = 0
+    requests_per_s: float = 1.0
+    how: str = ""
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Work {self.what!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.runs < 0:
+            raise ValueError(f"Work {self.what!r}: runs must be ≥ 0, got {self.runs}")
+
+    @property
+    def steps(self) -> int:
+        if self.kind != "train" or not self.examples:
+            return 0
+        return self.epochs * math.ceil(self.examples / self.effective_batch)
+
+    def gpu_hours(self, device_name: str) -> float:
+        """GPU hours of all its runs on ``device_name`` (training and encoding; 0 for other kinds)."""
+        if self.kind == "train" and self.examples:
+            rate, _ = tokens_per_second(device_name)
+            return self.runs * self.examples * self.epochs * self.texts_per_example * self.tokens_per_text / rate / 3600
+        if self.kind == "encode" and self.texts:
+            rate, _ = tokens_per_second(device_name)
+            return self.runs * self.texts * self.tokens_per_text / (rate * MEASURED_ENCODE_TOKENS_PER_S
+                                                                     / MEASURED_TOKENS_PER_S) / 3600
+        if self.hours_on == "GPU":
+            return self.runs * self.hours * _peak_ratio(device_name)
+        return 0.0
+
+    def other_hours(self) -> float:
+        """CPU hours (graph, kNN and SVM work on a CPU) and network hours (fetches) of all its runs."""
+        if self.kind == "fetch":
+            return self.runs * self.requests / self.requests_per_s / 3600 if self.requests else 0.0
+        if self.kind in ("graph", "knn", "svm") and self.hours_on == "CPU":
+            return self.runs * self.hours
+        return 0.0
+
+
+def _peak_ratio(device_name: str) -> float:
+    """How much longer GPU work measured on the reference GPU takes on ``device_name`` (by dense peak)."""
+    if MEASURED_DEVICE.lower() in device_name.lower():
+        return 1.0
+    peak = peak_for(device_name)
+    if peak is None:
+        raise ValueError(f"no peak throughput known for {device_name!r}; known: {', '.join(PEAK_TFLOPS)}")
+    return PEAK_TFLOPS["H100"] / peak[1]
+
+
+@dataclass
+class CostPlan:
+    """Everything a chapter does at a profile, part by part (:class:`Work` lines), and which parts this run runs."""
+
+    chapter: str
+    profile: str
+    parts: dict  # name -> Part
+    work: list = field(default_factory=list)
+    selected: tuple = ()
+
+    def __post_init__(self):
+        unknown = sorted({w.part for w in self.work} - set(self.parts))
+        if unknown:
+            raise ValueError(f"{self.chapter}: work in parts {unknown} that the chapter's PARTS do not define "
+                             f"({sorted(self.parts)})")
+        unknown = sorted(set(self.selected) - set(self.parts))
+        if unknown:
+            raise ValueError(f"{self.chapter}: parts {unknown} are not parts of the chapter; it has "
+                             f"{sorted(self.parts)}")
+
+    def table(self, devices: tuple[str, ...] = (MEASURED_DEVICE, "Tesla T4")):
+        """One row per line of work: part, what, runs, steps, GPU hours on each device (the measured one first;
+        others scaled by peak, marked "scaled"), CPU/network hours, download size."""
+        import pandas as pd
+
+        rows = []
+        for w in self.work:
+            row = {"part": w.part, "runs it": "yes" if w.part in self.selected else "no", "what": w.what,
+                   "kind": w.kind, "runs": w.runs, "steps a run": w.steps or None}
+            for device in devices:
+                row[_hours_label(device)] = w.gpu_hours(device)
+            row["CPU / network h"] = w.other_hours()
+            row["download"] = human_bytes(w.download_bytes * w.runs) if w.download_bytes else ""
+            row["how"] = w.how
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def totals(self, devices: tuple[str, ...] = (MEASURED_DEVICE, "Tesla T4")):
+        """Hours per part, the selected parts' total and the whole chapter's."""
+        import pandas as pd
+
+        table = self.table(devices)
+        columns = [_hours_label(d) for d in devices] + ["CPU / network h"]
+        per_part = table.groupby("part", sort=False)[columns].sum()
+        per_part.loc["selected parts"] = table.loc[table["runs it"] == "yes", columns].sum()
+        per_part.loc["whole chapter"] = table[columns].sum()
+        return per_part
+
+    def total_hours(self, device: str = MEASURED_DEVICE, selected_only: bool = False) -> float:
+        return sum(w.gpu_hours(device) for w in self.work if not selected_only or w.part in self.selected)
+
+    def show(self, devices: tuple[str, ...] = (MEASURED_DEVICE, "Tesla T4")) -> None:
+        """Print the plan: the parts with what each reproduces, every line of work, the totals."""
+        print(f"Cost plan of {self.chapter} at profile {self.profile} (parts run: {', '.join(self.selected) or 'none'}):")
+        for part in self.parts.values():
+            mark = "runs" if part.name in self.selected else "not run"
+            print(f"  part {part.name:<10} [{mark}] reproduces {part.reproduces}"
+                  + (" (headline)" if part.headline else "") + (f"; on a Colab T4: {part.t4}" if part.t4 else ""))
+        table = self.table(devices)
+        for _, row in table.iterrows():
+            hours = ", ".join(f"{row[_hours_label(d)]:.1f} {_hours_label(d)}" for d in devices)
+            print(f"  {row['part']:<10} {row['what']:<48} × {row['runs']:<3} {hours}, "
+                  f"{row['CPU / network h']:.1f} CPU/network h {row['download']}")
+        totals = self.totals(devices)
+        for name in ("selected parts", "whole chapter"):
+            hours = ", ".join(f"{totals.loc[name, _hours_label(d)]:.1f} {_hours_label(d)}" for d in devices)
+            print(f"  total, {name}: {hours}, {totals.loc[name, 'CPU / network h']:.1f} CPU/network h")
+        print(f"  GPU hours: training and encoding throughput measured on {MEASURED_DEVICE}; other GPUs scaled by "
+              "their dense peak (not measured).")
+
+
+def _hours_label(device: str) -> str:
+    short = peak_for(device)[0] if peak_for(device) else device
+    return f"GPU h {short}" + ("" if MEASURED_DEVICE.lower() in device.lower() else " (scaled)")
+
+
+def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | None = None) -> CostPlan:
+    """A chapter's cost plan at a profile, from the parameters the notebook would get there (profiles.yml and the
+    notebook's defaults, ``overrides`` as ``-p``): ``sdr.methods.<chapter>.cost_plan(parameters)``."""
+    import importlib
+    from types import SimpleNamespace
+
+    from sdr.book.profiles import chapter_parameters, notebook_parameters
+    from sdr.book import paths
+
+    notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
+    values = {**notebook_parameters(notebook), **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
+    method = importlib.import_module(f"sdr.methods.{chapter}")
+    return method.cost_plan(SimpleNamespace(**values))
+
+
+def plan_chapters() -> list[str]:
+    """The chapters that define a cost plan (``cost_plan`` in their methods module)."""
+    import importlib
+
+    from sdr.book.profiles import chapter_names
+
+    found = []
+    for chapter in chapter_names():
+        try:
+            method = importlib.import_module(f"sdr.methods.{chapter}")
+        except ModuleNotFoundError:
+            continue
+        if hasattr(method, "cost_plan"):
+            found.append(chapter)
+    return found
+
+
+def resolve_parts(value, parts: dict) -> tuple[str, ...]:
+    """The ``parts`` parameter → the names of the parts to run: ``"all"``, ``"headline"`` (the parts marked
+    ``headline``: the paper's headline table) or a list of part names (each must be a part of the chapter)."""
+    if value == "all":
+        return tuple(parts)
+    if value == "headline":
+        return tuple(name for name, part in parts.items() if part.headline)
+    names = [value] if isinstance(value, str) else list(value)
+    unknown = [name for name in names if name not in parts]
+    if unknown:
+        raise ValueError(f"parts {unknown} are not parts of this chapter; choose from {list(parts)}, 'all' or "
+                         "'headline'")
+    return tuple(name for name in parts if name in names)

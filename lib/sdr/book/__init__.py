@@ -15,6 +15,9 @@ module          holds
 ``status``      the reproduction-status map of the intro page
 ``render``      cleaned executed pages (progress bars, the profile box), styled tables, heatmaps
 ``setup_cell``  the Colab setup cell and the book's repository (``_config.yml``)
+``chapter``     ``ChapterRun``: a chapter's parameters, data, run folder, caption, training and checks with teeth
+``figures``     the chapters' figures, one call each
+``summary``     the Summary page's steps: what each chapter stored, the leaderboards, every stored table
 =============== ==========================================================================================
 
 The path constants live in :mod:`sdr.book.paths`, where every module reads them when called. ``book.ROOT`` reads
@@ -27,7 +30,9 @@ from __future__ import annotations
 import sys
 import types
 
-from sdr.book import paths
+from sdr.book import figures, paths, summary
+from sdr.book.chapter import ChapterCheckFailed, ChapterRun, Fit, replicas_of_one_corpus, \
+    show_paper_vs_ours
 from sdr.book.leaderboard import (BENCHMARKS, CSFCUBE_FACETS, EXTERNAL, LEADERBOARD_DATA, base_model_label,
                                   csabstruct_metrics, csabstruct_per_query, csfcube_metrics, csfcube_per_query,
                                   headline_display, headline_table, leaderboard_row, leaderboard_rows,

@@ -7,29 +7,19 @@ keys the chapter's ``parameters`` cell does not define.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
 from sdr.book import paths
-
-
-class _YamlLoader(yaml.SafeLoader):
-    """PyYAML reads YAML 1.1, where ``2e-5`` (no dot) is a *string*; learning rates are written that way,
-    so this loader also resolves the YAML 1.2 float form ``[-+]?digits[.digits]e[-+]?digits``."""
-
-
-_YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."))
+from sdr.parameters import load_yaml
 
 
 def load_profiles(path: Path | None = None) -> dict:
     path = Path(path or paths.PROFILES_FILE)
     try:
-        profiles = yaml.load(path.read_text(), Loader=_YamlLoader)
+        profiles = load_yaml(path.read_text())
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: profiles file not found") from None
     except yaml.YAMLError as error:
@@ -84,6 +74,7 @@ def chapter_parameters(chapter: str, profile: str, overrides: Mapping | None = N
                          f"{profile!r} of {source} or with -p NAME VALUE")
     # values typed like the parameters cell's defaults, checked before papermill runs (no half-run notebook)
     checks.check_values(merged, specs, notebook, origins)
+    checks.check_rules(merged, checks.parameter_rules(chapter, profiles), notebook, origins)
     return merged
 
 

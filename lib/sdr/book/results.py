@@ -123,3 +123,43 @@ def scidocs_row(metrics: Mapping) -> dict:
     values = list(row.values())
     row["avg"] = sum(values) / len(values) if all(v == v for v in values) else float("nan")
     return row
+
+
+#: Fields of a stored record that differ between two executions of the same chapter by design.
+VOLATILE_FIELDS = ("written", "python")
+
+
+def compare_stores(before: str | Path, after: str | Path, profile: str = "smoke",
+                   ignore: Sequence[str] = VOLATILE_FIELDS) -> dict[str, list[str]]:
+    """Differences between two results stores, chapter by chapter: ``{chapter: [what differs, …]}``, empty
+    lists where a chapter's stored record is equal (every table cell and extra value exactly, the fields in
+    ``ignore`` — when it was written, by which Python — left out). A refactoring of a chapter must leave its
+    record equal; a chapter stored in only one of the stores is reported as such."""
+    before, after = Path(before), Path(after)
+    chapters = sorted({p.parent.name for p in before.glob(f"*/{profile}.json")}
+                      | {p.parent.name for p in after.glob(f"*/{profile}.json")})
+    report = {}
+    for chapter in chapters:
+        paths_ = [store / chapter / f"{profile}.json" for store in (before, after)]
+        if not all(path.exists() for path in paths_):
+            report[chapter] = [f"stored only in {paths_[0] if paths_[0].exists() else paths_[1]}"]
+            continue
+        one, two = (json.loads(path.read_text()) for path in paths_)
+        report[chapter] = _differences({k: v for k, v in one.items() if k not in ignore},
+                                       {k: v for k, v in two.items() if k not in ignore}, chapter)
+    return report
+
+
+def _differences(one, two, where: str) -> list[str]:
+    if isinstance(one, dict) and isinstance(two, dict):
+        found = [f"{where}/{key}: only {'before' if key in one else 'after'}" for key in sorted(set(one) ^ set(two))]
+        for key in sorted(set(one) & set(two)):
+            found += _differences(one[key], two[key], f"{where}/{key}")
+        return found
+    if isinstance(one, list) and isinstance(two, list):
+        if len(one) != len(two):
+            return [f"{where}: {len(one)} items before, {len(two)} after"]
+        return [line for i, (a, b) in enumerate(zip(one, two)) for line in _differences(a, b, f"{where}[{i}]")]
+    if one != two and not (one != one and two != two):  # NaN equals NaN here
+        return [f"{where}: {one!r} before, {two!r} after"]
+    return []

@@ -52,14 +52,28 @@ def set_repository(url: str, config: Path | None = None) -> Path:
     return config
 
 
+def code_literal(value: str) -> str:
+    """``value`` as a Python string literal for generated code: JSON's double-quoted form, which Python reads back
+    as the same string (quotes, backslashes, newlines and other characters escaped), so no value taken from a file
+    name or ``_config.yml`` can end the string and run as code in the cell."""
+    import json
+
+    if not isinstance(value, str):
+        raise TypeError(f"code_literal: expected a string, got {type(value).__name__}")
+    return json.dumps(value)
+
+
 def setup_cell_source(chapter: str = "") -> str:
-    """The first code cell of a chapter (see the module docstring)."""
+    """The first code cell of a chapter (see the module docstring). Every value taken from data (the repository's
+    address and branch from ``_config.yml``, the chapter's name from its file) is placed as a literal
+    (:func:`code_literal`)."""
     repo = repository()
+    url, branch, name = (code_literal(value) for value in (repo["url"], repo["branch"], chapter))
     return f'''# Setup. On Colab: install this book at the commit this page was built from (Colab's torch is kept), keep the
 # results, checkpoints and downloaded data on Google Drive (paper runs), fetch the chapter's data. Elsewhere it
 # only names the device. PROFILE is the profile a Colab run uses (smoke, real or paper; profiles.yml).
 import os, subprocess, sys
-BOOK_REPOSITORY, BOOK_BRANCH, CHAPTER = "{repo['url']}", "{repo['branch']}", "{chapter}"
+BOOK_REPOSITORY, BOOK_BRANCH, CHAPTER = {url}, {branch}, {name}
 PROFILE = "paper"
 KEEP_ON_DRIVE = None  # None: on Google Drive for the paper profile only; True or False to choose
 if "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ:
@@ -80,7 +94,7 @@ def profile_cell_source(chapter: str) -> str:
     return f'''# In an interactive session (Colab, Jupyter) whose setup cell chose a profile, its parameters from profiles.yml,
 # as `sdr chapter` injects them; under papermill (make book, sdr chapter, CI) this changes nothing.
 from sdr import book
-globals().update(book.interactive_parameters("{chapter}"))
+globals().update(book.interactive_parameters({code_literal(chapter)}))
 '''
 
 

@@ -59,10 +59,13 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
                    pooling: str | None = None, layers: int = 0,
                    device: str = "auto", batch_size: int = 32, csfcube_queries: str = "abstract",
                    download: bool = False, embeddings_dir: str | Path | None = None, progress: bool = False,
-                   n_jobs: int = 1) -> dict:
+                   n_jobs: int = 1, cache: bool | str | Path = True) -> dict:
     """Embed and score ``model`` on ``benchmarks`` (None: every benchmark whose data is found, the others listed
     under ``"skipped"`` with the reason; named benchmarks must all have data). ``data_dirs`` overrides a
     benchmark's folder. ``embeddings_dir`` also writes each benchmark's vectors as ``<benchmark>.jsonl``.
+    ``cache`` (default on; a folder to use another than ``$SDR_DATA_CACHE/embeddings``) reads each benchmark's
+    vectors back from :class:`sdr.evaluate.cache.EmbeddingCache` when the same model, texts and reading settings
+    were embedded before, and stores them otherwise; ``"cached"`` lists the benchmarks read back.
 
     Returns ``{"model", "label", "max_length", "pooling", "normalize", "layers", "csfcube_queries",
     "benchmarks": {name: {"data", "inputs", "vectors", "result", "leaderboard_metrics"}}, "skipped"}``.
@@ -88,6 +91,14 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
     if not located:
         raise FileNotFoundError("no benchmark data found: " + "; ".join(skipped.values()))
     encoder = embed.load_model(model, max_length, pooling, layers, device)
+    store_cache, identity, cached = None, None, []
+    if cache:
+        from sdr.evaluate.cache import EmbeddingCache, model_identity, model_location
+
+        location = model_location(model)
+        if location is not None:
+            store_cache = EmbeddingCache(None if cache is True else cache)
+            identity = model_identity(location, layers)
     scored = {}
     for name, data in located.items():
         try:
@@ -97,7 +108,17 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
                 raise
             skipped[name] = str(error)
             continue
-        vectors = embed.embed(encoder, inputs.texts, batch_size, progress)
+        vectors = None
+        if store_cache is not None:
+            key, covers = store_cache.key(identity, name, inputs.texts, max_length=encoder.max_length,
+                                          pooling=encoder.pooling, normalize=encoder.normalize)
+            vectors = store_cache.load(key, inputs.texts)
+            if vectors is not None:
+                cached.append(name)
+        if vectors is None:
+            vectors = embed.embed(encoder, inputs.texts, batch_size, progress)
+            if store_cache is not None:
+                store_cache.save(key, vectors, covers)
         if embeddings_dir is not None:
             _write(Path(embeddings_dir), inputs, vectors)
         result, metrics = score(inputs, vectors, progress, n_jobs)
@@ -110,7 +131,8 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
               file=sys.stderr)
     return {"model": model, "label": embed.model_label(model, layers), "max_length": encoder.max_length,
             "pooling": encoder.pooling, "normalize": encoder.normalize, "layers": layers,
-            "csfcube_queries": csfcube_queries, "benchmarks": scored, "skipped": skipped}
+            "csfcube_queries": csfcube_queries, "benchmarks": scored, "skipped": skipped, "cached": cached,
+            "model_identity": identity}
 
 
 def _write(folder: Path, inputs: embed.Inputs, vectors: Mapping[str, np.ndarray]) -> None:
@@ -183,6 +205,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what the benchmark folders hold (the Summary shows real-data rows)")
     parser.add_argument("--no-store", action="store_true", help="print the scores, store no leaderboard row")
     parser.add_argument("--n-jobs", type=int, default=1, help="parallel jobs of the SVM grid searches")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="embed every benchmark again (default: read vectors cached for the same model, texts "
+                             "and settings from $SDR_DATA_CACHE/embeddings, and cache new ones)")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -196,6 +221,7 @@ def run(args: argparse.Namespace) -> dict:
     outcome = evaluate_model(args.model, benchmarks, data_dirs, max_length=args.max_length, pooling=args.pooling,
                              layers=args.layers, device=args.device, batch_size=args.batch_size,
                              csfcube_queries=args.csfcube_queries, download=args.download,
-                             embeddings_dir=args.embeddings_dir, progress=sys.stderr.isatty(), n_jobs=args.n_jobs)
+                             embeddings_dir=args.embeddings_dir, progress=sys.stderr.isatty(), n_jobs=args.n_jobs,
+                             cache=not args.no_cache)
     stored = None if args.no_store else store(outcome, args.profile, args.name, args.data, args.training)
     return {"method": method_name(outcome, args.name), "stored": str(stored) if stored else None, **outcome}

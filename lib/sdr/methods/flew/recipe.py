@@ -58,19 +58,23 @@ __all__ = ["FACETS", "FLEW_BANDS", "TRIPLETS_PER_QUERY", "SPLITTER_AGREEMENT_TAR
            "heldout_triplet_scores", "mdcr_papers",
            "simplex_grid", "combine", "tune_weights", "csfcube_per_query", "csfcube_crossval", "csfcube_systems",
            "seed_spread", "mdcr_scores", "mdcr_tune", "mdcr_fields", "scirepeval_documents", "scirepeval_task_weights", "scirepeval_weighted",
-           "flew_columns", "released_facet_models", "TABLE1_COLUMNS"]
+           "flew_columns", "released_facet_models", "TABLE1_COLUMNS", "FORMAT_COLUMNS"]
 
 
 # ------------------------------------------------------------------------------------ structure
 def facet_edges(graph: CitationGraph, facet: str) -> list[tuple[str, str, float]]:
-    """The weighted edge list of G_x^W (eq. 3): ``(citing, cited, |C_x(e)|)`` for every edge with intent x."""
+    """The weighted edge list of G_x^W (eq. 3): ``(citing, cited, |C_x(e)|)`` for every edge with intent x.
+
+    Shown in: notebooks/flew.ipynb, 2. Weighted facet subgraphs from the citation graph."""
     if facet not in FACETS:
         raise ValueError(f"unknown facet {facet!r}; expected one of {FACETS}")
     return [(c.citing, c.cited, float(c.count(facet))) for c in graph if c.count(facet) > 0]
 
 
 def subgraph_table(graph: CitationGraph) -> pd.DataFrame:
-    """Per facet subgraph: edges, nodes with an edge, total weight, weight distribution, share of the graph."""
+    """Per facet subgraph: edges, nodes with an edge, total weight, weight distribution, share of the graph.
+
+    Shown in: notebooks/flew.ipynb, 2. Weighted facet subgraphs from the citation graph."""
     rows = {}
     for facet in FACETS:
         edges = facet_edges(graph, facet)
@@ -99,7 +103,9 @@ def facet_triplets(embeddings: Mapping, graph: CitationGraph, bands, queries: Se
     query list (default: the papers with an edge in every facet subgraph).
 
     A query without an edge in a facet's subgraph gets no triplet of that facet (an isolated node's vector is
-    only PBG's random init); ``coverage`` counts, per facet, the queries used and those left out so."""
+    only PBG's random init); ``coverage`` counts, per facet, the queries used and those left out so.
+
+    Shown in: notebooks/flew.ipynb, 2. Weighted facet subgraphs from the citation graph."""
     from sdr.methods import scincl
 
     with_edge = {facet: {p for e in facet_edges(graph, facet) for p in e[:2]} for facet in FACETS}
@@ -152,7 +158,9 @@ def read_released_triplets(path: str | Path) -> list[tuple[str, str, str]]:
 def query_list(triplets_by_facet: Mapping[str, Sequence[tuple[str, str, str]]]) -> tuple[list[str], pd.DataFrame]:
     """FLeW's one query list (§4.1) from its released triplets: the queries in order of first appearance over
     the facets, and per facet its queries, triplets, triplets per query and distinct positives per query,
-    plus how many queries of the list it lacks (0 when the three files share the list, as the paper says)."""
+    plus how many queries of the list it lacks (0 when the three files share the list, as the paper says).
+
+    Shown in: notebooks/flew.ipynb, 2. Weighted facet subgraphs from the citation graph."""
     queries: dict[str, None] = {}
     for facet in FACETS:
         for query, _, _ in triplets_by_facet[facet]:
@@ -187,7 +195,9 @@ def corpus_id_map(folder: str | Path) -> dict[str, str]:
 def facet_papers(papers: Mapping[str, Paper], splitter: Splitter, ids: Sequence[str] | None = None,
                  batch_size: int = 256) -> tuple[dict[str, dict[str, Paper]], dict]:
     """``{facet: {paper_id: Paper with abstract = abstract[x]}}`` for ``ids`` (default: all papers),
-    and a report counting, per facet, papers left with an empty facet (their input is the title alone)."""
+    and a report counting, per facet, papers left with an empty facet (their input is the title alone).
+
+    Shown in: notebooks/flew.ipynb, 3. Three facet encoders."""
     ids = sorted(papers) if ids is None else list(ids)
     split = []
     for start in range(0, len(ids), batch_size):
@@ -205,7 +215,9 @@ def heldout_triplet_scores(vectors: Mapping[str, np.ndarray], triplets: Sequence
     """How an encoder's ``vectors`` (``{paper id: vector}``) order triplets it did not train on: the mean triplet
     loss max(0, d(q,p) − d(q,n) + margin) with L2 distances (FLeW's objective, eq. 5) and the share of triplets
     with d(q,p) < d(q,n). The chapter embeds whole papers (``title [SEP] abstract``), as the facet encoders read
-    them at inference (§3.4)."""
+    them at inference (§3.4).
+
+    Shown in: notebooks/flew.ipynb, 3. Three facet encoders."""
     if not triplets:
         raise ValueError("heldout_triplet_scores: no triplets")
     missing = sorted({pid for t in triplets for pid in (t.query, t.positive, t.negative)} - set(vectors))
@@ -222,7 +234,9 @@ def heldout_triplet_scores(vectors: Mapping[str, np.ndarray], triplets: Sequence
 
 # ------------------------------------------------------------------------------------ weights
 def simplex_grid(step: float = 0.1, interior: bool = True) -> list[tuple[float, float, float]]:
-    """Weights (W_bg, W_mt, W_rs) on the simplex with the given step; ``interior`` keeps FLeW's W > 0."""
+    """Weights (W_bg, W_mt, W_rs) on the simplex with the given step; ``interior`` keeps FLeW's W > 0.
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks."""
     n = int(round(1 / step))
     if n < 1 or abs(n * step - 1) > 1e-9:
         raise ValueError(f"simplex_grid: step must divide 1, got {step}")
@@ -290,7 +304,8 @@ def csfcube_crossval(data_dir: str | Path, facet_vectors: Mapping[str, np.ndarra
     test query of the ``all`` folds under the weights it was scored with (``{"<pid>_<facet>": {metric: value}}``,
     the layout of ``csfcube.evaluate(..., return_per_query=True)["per_query"]``: their fold-grouped mean is the
     ``all`` row, so :func:`sdr.book.csfcube_per_query` reads them for the leaderboard's paired intervals).
-    """
+
+    Shown in: notebooks/flew.ipynb, 5. CSFCube."""
     from sdr.evaluate import csfcube
 
     splits = csfcube.read_splits(data_dir)
@@ -335,7 +350,8 @@ def csfcube_systems(data_dir: str | Path, vectors: Mapping[str, Mapping[str, np.
     of ``csfcube.evaluate(..., return_per_query=True)`` (``"test"``: metrics per facet and ``all``; ``"per_query"``:
     every test query's metrics, the sum's under the weights its facet and fold chose), so one reader
     (:func:`sdr.book.csfcube_metrics`, :func:`sdr.book.csfcube_per_query`) serves the encoders and the sum.
-    """
+
+    Shown in: notebooks/flew.ipynb, 5. CSFCube."""
     from sdr.evaluate import csfcube
 
     if set(names) != set(FACETS):
@@ -357,7 +373,9 @@ def seed_spread(rows: Sequence[Mapping], reference_queries: Mapping[str, float],
     ``seed`` and ``per_query``): one line per method with its ``headline`` per seed, their mean and σ
     (:func:`sdr.stats.mean_sd`), and the difference from a reference scored on the same queries with its paired
     bootstrap 95 % interval (:func:`sdr.stats.paired_bootstrap`; per-query scores averaged over seeds, as the
-    Summary pairs them)."""
+    Summary pairs them).
+
+    Shown in: notebooks/flew.ipynb, 5. CSFCube."""
     from sdr.stats import mean_sd, paired_bootstrap
 
     lines = {}
@@ -382,7 +400,9 @@ def mdcr_scores(data_dir: str | Path, vectors: np.ndarray, ids: Sequence[str], s
 
 def mdcr_tune(data_dir: str | Path, facet_vectors: Mapping[str, np.ndarray], ids: Sequence[str],
               metric: str = "map", step: float = 0.1) -> tuple[tuple, pd.DataFrame]:
-    """Weights tuned on MDCR's validation split (``mdcr_val.json``; the test file is never opened)."""
+    """Weights tuned on MDCR's validation split (``mdcr_val.json``; the test file is never opened).
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks."""
     return tune_weights(lambda w: mdcr_scores(data_dir, combine(facet_vectors, w), ids, "val")["avg"][metric],
                         split="mdcr val", grid=simplex_grid(step))
 
@@ -446,7 +466,9 @@ def flew_columns(result: Mapping) -> dict[str, float]:
     Each column is its task's score (the mean of its registry metrics); "SciDocs PRX" is the mean nDCG of the
     SciDocs proximity tasks that ran. The format averages and ``total_avg`` (FLeW's "Total AVG" over 19
     columns) are given only when every one of their columns ran (NaN otherwise); ``columns averaged`` and
-    ``avg over the columns present`` say what a partial run (a replica) covers instead."""
+    ``avg over the columns present`` say what a partial run (a replica) covers instead.
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks."""
     from sdr.evaluate import scirepeval
 
     tasks = result["tasks"]
@@ -516,7 +538,9 @@ def scirepeval_task_weights(data_dir: str | Path, tasks_config: str | Path,
     ``facet_vectors`` is ``{facet: {doc_id: vector}}``. Returns one row per task with data: ``task``, ``type``,
     ``rule``, the three weights, ``validation score`` (NaN for ranking tasks), ``validation papers`` and
     ``train papers without a vector`` (left out, counted).
-    Only ``train`` splits are opened here (``split_path(…, "train")``)."""
+    Only ``train`` splits are opened here (``split_path(…, "train")``).
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks."""
     from sdr.evaluate import scirepeval
     from sdr.evaluate.embeddings import MissingEmbeddings
     from sdr.evaluate.scirepeval import _fit_predict_classifier, _fit_predict_regressor, _metric

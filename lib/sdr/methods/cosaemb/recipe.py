@@ -10,8 +10,8 @@ What makes the method *this* method, built from the shared modules:
 * :func:`aspect_texts` — §3.3.1: a paper's sections are merged by kind into (at most) **five aspect texts**,
   ``p^intr, p^rel, p^meth, p^res, p^conc``, so each aspect counts once per paper (Table 2's frequencies are
   all ≤ the 97,402 papers; Method 97,104).
-* :class:`Chunker` — §3.3.1: an aspect text is split at sentence boundaries into chunks that fit the encoder
-  (512 tokens in the paper); the first chunk is ``[TTL] title [SEP] [INTR] l1 … li`` (the aspect's own
+* :class:`~sdr.methods.cosaemb.chunking.Chunker` (module :mod:`.chunking`) — §3.3.1: an aspect text is split at
+  sentence boundaries into chunks that fit the encoder (512 tokens in the paper); the first chunk is ``[TTL] title [SEP] [INTR] l1 … li`` (the aspect's own
   token), every later chunk repeats the previous chunk's last sentence: ``[INTR] li [INTR] li+1 … lj``.
   The abstract input is ``[TTL] title [SEP] [ABS] abstract``. :data:`SPECIAL_TOKENS` are the seven tokens
   added to the tokenizer (:meth:`sdr.encoders.Encoder.add_special_tokens`).
@@ -48,8 +48,9 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -61,12 +62,17 @@ from sdr.losses import TripletMarginLoss
 from sdr.samplers import Triplet
 from sdr.train import TripletObjective
 
+if TYPE_CHECKING:  # the chunker imports this module's tokens
+    from sdr.methods.cosaemb.chunking import Chunker
+
 __all__ = [
     "ASPECTS",
     "ASPECT_NAMES",
     "ASPECT_TOKENS",
     "FACET_TOKENS",
     "SPECIAL_TOKENS",
+    "TITLE_TOKEN",
+    "ABSTRACT_TOKEN",
     "PAPER_MARGINS",
     "MARGIN_RUNS",
     "PAPER_TRAINING",
@@ -75,12 +81,6 @@ __all__ = [
     "aspect_distribution",
     "AspectText",
     "aspect_texts",
-    "regex_sentences",
-    "pysbd_sentences",
-    "Chunk",
-    "ChunkingReport",
-    "Chunker",
-    "parse_chunk_id",
     "TripletReport",
     "specter_training_set",
     "FullTextReport",
@@ -122,7 +122,9 @@ MARGIN_RUNS = {
     "graded (0.5, 1, 1.5)": {"inter": 0.5, "global": 1.0, "local": 1.5},
     "graded (2, 4, 6)": {"inter": 2.0, "global": 4.0, "local": 6.0},
 }
-"""The paper's ablation (§4) plus the flat setting of Table 6 ("w/o margin gradation")."""
+"""The paper's ablation (§4) plus the flat setting of Table 6 ("w/o margin gradation"): the registry of the chapter's
+margin runs (its ``margin_runs`` parameter names entries; the training step, the plan and the tests read it). Shown in:
+notebooks/cosaemb.ipynb, "Training: one run per margin setting, and the control"."""
 
 PAPER_TRAINING = {"model": "allenai/scibert_scivocab_uncased", "max_length": 512, "epochs": 2,
                   "batch_size": 32, "learning_rate": 2e-5, "schedule": "slanted_triangular",
@@ -159,6 +161,8 @@ def cosaemb_aspect(heading: str | None) -> str:
     in the heading wins; "Experimental Setup" is a results heading (its first keyword is "experiment").
     Empty headings, "Acknowledgements", "Appendix" and topical headings ("DNA extraction") all go to
     Methods, as the paper says unmatched headings do.
+
+    Shown in: notebooks/cosaemb.ipynb, "Sections → aspects: the heading rule".
     """
     text = _HEADING_NUMBER.sub("", heading if isinstance(heading, str) else "").strip().lower()
     match = _KEYWORD_PATTERN.search(text)
@@ -203,7 +207,8 @@ class AspectText:
 
 def aspect_texts(paper: Paper) -> list[AspectText]:
     """§3.3.1: the sections of ``paper`` merged by kind (:func:`cosaemb_aspect` of each heading) into one text
-    per aspect, in :data:`ASPECTS` order; aspects without a section are absent (so at most five per paper)."""
+    per aspect, in :data:`ASPECTS` order; aspects without a section are absent (so at most five per paper).
+    Shown in: notebooks/cosaemb.ipynb, "Training data: SPECTER's triplets, full text, chunks"."""
     headings: dict[str, list[str]] = {aspect: [] for aspect in ASPECTS}
     paragraphs: dict[str, list[str]] = {aspect: [] for aspect in ASPECTS}
     for section in paper.sections:
@@ -212,276 +217,6 @@ def aspect_texts(paper: Paper) -> list[AspectText]:
         paragraphs[aspect].extend(section.paragraphs)
     return [AspectText(aspect, tuple(headings[aspect]), tuple(paragraphs[aspect]))
             for aspect in ASPECTS if headings[aspect]]
-
-
-# ------------------------------------------------------------------------------------ sentences
-# A period ends a sentence unless it closes a common abbreviation; "et al." and "Fig." stay inside.
-_ABBREVIATIONS = ("et al", "e.g", "i.e", "fig", "figs", "eq", "eqs", "cf", "vs", "sec", "tab", "no", "approx",
-                  "resp", "dr", "mr", "ms", "prof", "st", "vol", "pp", "ref", "refs")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-
-
-def regex_sentences(text: str) -> list[str]:
-    """Fast rule-based sentence split: ``.``/``!``/``?`` + space + capital or digit, not after an abbreviation."""
-    text = " ".join(text.split())
-    if not text:
-        return []
-    sentences, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        before = text[start:match.start()].rstrip(".!?\"')]").lower()
-        if any(before.endswith(" " + a) or before == a for a in _ABBREVIATIONS) or re.search(r"\b[a-z]$", before):
-            continue  # "et al. Smith", "Fig. 3", an initial "J. Smith"
-        sentences.append(text[start:match.start()].strip())
-        start = match.end()
-    sentences.append(text[start:].strip())
-    return [s for s in sentences if s]
-
-
-_PYSBD = None
-
-
-def pysbd_sentences(text: str) -> list[str]:
-    """pysbd's English segmenter (slower; what the paper-scale profile uses)."""
-    global _PYSBD
-    if _PYSBD is None:
-        import pysbd
-
-        _PYSBD = pysbd.Segmenter(language="en", clean=False)
-    return [s.strip() for s in _PYSBD.segment(" ".join(text.split())) if s.strip()]
-
-
-SENTENCE_SPLITTERS = {"regex": regex_sentences, "pysbd": pysbd_sentences}
-
-
-# ------------------------------------------------------------------------------------ chunking
-@dataclass(frozen=True)
-class Chunk:
-    """One encoder input cut from an aspect text: ``id`` = ``<paper_id>#<aspect>.<chunk index>``.
-
-    ``sentences`` are the chunk's sentences (the first one repeated from the previous chunk when
-    ``carried``); ``text`` is the formatted input with the aspect token (and the title in chunk 0);
-    ``headings`` are the paper's headings merged into the aspect text.
-    """
-
-    id: str
-    paper_id: str
-    aspect: str
-    position: int
-    sentences: tuple[str, ...]
-    text: str
-    carried: bool = False
-    headings: tuple[str, ...] = ()
-
-
-@dataclass
-class ChunkingReport:
-    """What the chunker did; nothing is dropped without being counted here."""
-
-    papers: int = 0
-    papers_without_sections: int = 0
-    sections: int = 0  # the papers' sections (headings) read
-    aspect_texts: int = 0  # what they were merged into: at most five per paper
-    aspect_texts_empty: int = 0  # no sentence at all: no chunk
-    chunks: int = 0
-    sentences: int = 0
-    sentences_cut: int = 0  # longer than a chunk on their own: cut into pieces at word boundaries
-    carry_dropped: int = 0  # the previous last sentence did not fit with the next one: not repeated
-    max_tokens: int = 0  # longest chunk, in tokens (with the tokenizer's own [CLS]/[SEP])
-    sections_by_aspect: Counter = field(default_factory=Counter)
-    aspect_texts_by_aspect: Counter = field(default_factory=Counter)
-    chunks_by_aspect: Counter = field(default_factory=Counter)
-
-    def __str__(self) -> str:
-        return (f"chunker: {self.papers} papers ({self.papers_without_sections} without sections), "
-                f"{self.sections} sections merged into {self.aspect_texts} aspect texts ({self.aspect_texts_empty} "
-                f"empty), {self.chunks} chunks of at most {self.max_tokens} tokens from {self.sentences} sentences; "
-                f"{self.sentences_cut} over-long sentences cut at word boundaries; carry-over sentence left out "
-                f"{self.carry_dropped} times because it did not fit with the next sentence.")
-
-
-class Chunker:
-    """Cuts sections into CoSaEmb inputs of at most ``max_length`` tokens (§3.3.1).
-
-    ``tokenizer`` must already hold :data:`SPECIAL_TOKENS` (``Encoder.add_special_tokens``) so that each
-    counts as one token. Lengths include the tokenizer's own ``[CLS]``/``[SEP]``: every chunk is encoded
-    whole, never truncated. ``sep`` is the tokenizer's separator (``[SEP]`` for BERT models).
-    """
-
-    def __init__(self, tokenizer, max_length: int, sep: str | None = None,
-                 split_sentences: Callable[[str], list[str]] | str = "regex"):
-        missing = [t for t in SPECIAL_TOKENS if t not in tokenizer.get_vocab()]
-        if missing:
-            raise ValueError(f"Chunker: the tokenizer lacks the CoSaEmb tokens {missing}; call "
-                             "Encoder.add_special_tokens(cosaemb.SPECIAL_TOKENS) first")
-        self.tokenizer = tokenizer
-        self.max_length = int(max_length)
-        self.sep = sep if sep is not None else (tokenizer.sep_token or " ")
-        if isinstance(split_sentences, str):
-            if split_sentences not in SENTENCE_SPLITTERS:
-                raise ValueError(f"unknown sentence splitter {split_sentences!r}; have {sorted(SENTENCE_SPLITTERS)}")
-            split_sentences = SENTENCE_SPLITTERS[split_sentences]
-        self.split_sentences = split_sentences
-        self.report = ChunkingReport()
-        # [CLS] and [SEP] that the tokenizer adds around every input
-        self._frame = len(tokenizer("", add_special_tokens=True)["input_ids"])
-        self._token_costs: dict[str, int] = {}
-
-    # -------------------------------------------------------------- texts
-    def n_tokens(self, text: str) -> int:
-        """Tokens of ``text`` as the encoder sees it (with [CLS]/[SEP])."""
-        return len(self.tokenizer(text, add_special_tokens=True)["input_ids"])
-
-    def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """:meth:`n_tokens` of many texts in one batched tokenizer call."""
-        return [n + self._frame for n in self._piece_counts(texts)]
-
-    def _pieces(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def abstract_text(self, paper: Paper) -> str:
-        """``[TTL] title [SEP] [ABS] abstract`` (eq. 3's p^abs)."""
-        return f"{TITLE_TOKEN} {paper.title} {self.sep} {ABSTRACT_TOKEN} {paper.abstract}".strip()
-
-    def first_prefix(self, paper: Paper, aspect: str) -> str:
-        return f"{TITLE_TOKEN} {paper.title} {self.sep} {ASPECT_TOKENS[aspect]}"
-
-    @staticmethod
-    def later_text(token: str, carried: str | None, sentences: Sequence[str]) -> str:
-        """``[INTR] l_i [INTR] l_i+1 … l_j`` (the carried sentence, then the chunk's own)."""
-        body = " ".join(sentences)
-        return f"{token} {carried} {token} {body}" if carried is not None else f"{token} {body}"
-
-    # -------------------------------------------------------------- chunking
-    def _piece_counts(self, texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
-
-    def _cut(self, sentence: str, budget: int) -> list[str]:
-        """An over-long sentence in word-boundary pieces of at most ``budget`` tokens."""
-        pieces, current = [], []
-        for word in sentence.split():
-            if current and self._pieces(" ".join(current + [word])) > budget:
-                pieces.append(" ".join(current))
-                current = []
-            current.append(word)
-        if current:
-            pieces.append(" ".join(current))
-        return pieces
-
-    def _token_cost(self, token: str) -> int:
-        if token not in self._token_costs:
-            self._token_costs[token] = self._pieces(token)
-        return self._token_costs[token]
-
-    def _pack(self, units: list[str], unit_lengths: list[int], limit: int, first_cost: int, token_cost: int,
-              paper: Paper, aspect: str) -> list[tuple[str | None, list[str]]]:
-        """Greedy packing: ``[(carried sentence or None, own sentences), ...]``; cuts a unit that cannot fit."""
-        packed: list[tuple[str | None, list[str]]] = []
-        carried: tuple[str, int] | None = None
-        i = 0
-        while i < len(units):
-            use_carry = carried
-            if not packed:
-                cost = first_cost
-            else:
-                cost = self._frame + token_cost + (token_cost + use_carry[1] if use_carry else 0)
-            if use_carry is not None and cost + unit_lengths[i] > limit:
-                use_carry = None  # the carried sentence and the next one do not fit together
-                self.report.carry_dropped += 1
-                cost = self._frame + token_cost
-            if cost + unit_lengths[i] > limit:  # alone it does not fit after this prefix: cut it
-                pieces = self._cut(units[i], limit - cost - 1)
-                if len(pieces) < 2:
-                    raise ValueError(f"Chunker: sentence {i} of the {aspect} text of {paper.paper_id} "
-                                     f"does not fit in {self.max_length} tokens")
-                units[i:i + 1] = pieces
-                unit_lengths[i:i + 1] = self._piece_counts(pieces)
-                self.report.sentences_cut += 1
-                continue
-            j = i
-            while j < len(units) and cost + unit_lengths[j] <= limit:
-                cost += unit_lengths[j]
-                j += 1
-            packed.append((use_carry[0] if use_carry else None, units[i:j]))
-            carried = (units[j - 1], unit_lengths[j - 1])
-            i = j
-        return packed
-
-    def aspect_chunks(self, paper: Paper, aspect_text: AspectText) -> list[Chunk]:
-        """The chunks of one aspect text of ``paper`` (empty list for a text without sentences)."""
-        aspect = aspect_text.aspect
-        token = ASPECT_TOKENS[aspect]
-        self.report.aspect_texts += 1
-        self.report.aspect_texts_by_aspect[aspect] += 1
-        sentences = [s for paragraph in aspect_text.paragraphs for s in self.split_sentences(paragraph)]
-        if not sentences:
-            self.report.aspect_texts_empty += 1
-            return []
-        self.report.sentences += len(sentences)
-        first_prefix = self.first_prefix(paper, aspect)
-        # room for sentences in a later chunk that carries nothing: [CLS] token ... [SEP]
-        budget = self.max_length - self._frame - self._token_cost(token)
-        if self.max_length - self._frame - self._pieces(first_prefix) < 8 or budget < 16:
-            raise ValueError(f"Chunker: max_length {self.max_length} leaves no room for text after the title "
-                             f"of paper {paper.paper_id} ({self.n_tokens(first_prefix)} tokens)")
-        lengths = self._piece_counts(sentences)
-        units: list[str] = []
-        unit_lengths: list[int] = []
-        for sentence, length in zip(sentences, lengths):
-            if length > budget // 2:
-                # a sentence over half a chunk is cut so that it always fits next to a carried piece
-                cut = self._cut(sentence, budget // 2)
-                self.report.sentences_cut += len(cut) > 1
-                units.extend(cut)
-                unit_lengths.extend(self._piece_counts(cut))
-            else:
-                units.append(sentence)
-                unit_lengths.append(length)
-
-        # Greedy packing on token counts (WordPiece counts add up over space-joined pieces); the chunks are
-        # then tokenized whole to check the limit, and packed again tighter if a tokenizer disagrees.
-        first_cost = self._frame + self._pieces(first_prefix)
-        token_cost = self._token_cost(token)
-        limit = self.max_length
-        while True:
-            packed = self._pack(units, unit_lengths, limit, first_cost, token_cost, paper, aspect)
-            texts = [f"{first_prefix} {' '.join(own)}" if k == 0 else self.later_text(token, carry, own)
-                     for k, (carry, own) in enumerate(packed)]
-            counts = self._piece_counts(texts)
-            overshoot = max(n + self._frame - self.max_length for n in counts)
-            if overshoot <= 0:
-                break
-            limit -= overshoot
-        chunks: list[Chunk] = []
-        for k, ((carry, own), text, n) in enumerate(zip(packed, texts, counts)):
-            chunk_sentences = ((carry,) if carry is not None else ()) + tuple(own)
-            chunks.append(Chunk(f"{paper.paper_id}#{aspect}.{k}", paper.paper_id, aspect, k, chunk_sentences, text,
-                                carried=carry is not None, headings=aspect_text.headings))
-            self.report.max_tokens = max(self.report.max_tokens, n + self._frame)
-        self.report.chunks += len(chunks)
-        self.report.chunks_by_aspect[aspect] += len(chunks)
-        return chunks
-
-    def paper_chunks(self, paper: Paper) -> list[list[Chunk]]:
-        """Chunks of each aspect text of ``paper`` (:func:`aspect_texts`: one list per aspect present, in
-        :data:`ASPECTS` order)."""
-        self.report.papers += 1
-        self.report.sections += len(paper.sections)
-        for section in paper.sections:
-            self.report.sections_by_aspect[cosaemb_aspect(section.heading)] += 1
-        if not paper.sections:
-            self.report.papers_without_sections += 1
-        return [self.aspect_chunks(paper, text) for text in aspect_texts(paper)]
-
-
-def parse_chunk_id(text_id: str) -> tuple[str, str, int] | None:
-    """``<paper_id>#<aspect>.<position>`` → ``(paper_id, aspect, position)``; a paper id (an abstract) → None."""
-    if "#" not in text_id:
-        return None
-    paper_id, rest = text_id.rsplit("#", 1)
-    aspect, _, position = rest.rpartition(".")
-    if aspect not in ASPECT_TOKENS or not position.isdigit():
-        raise ValueError(f"{text_id!r} is not a chunk id <paper_id>#<aspect>.<position>")
-    return paper_id, aspect, int(position)
 
 
 # ------------------------------------------------------------------------------------ triplets
@@ -588,6 +323,9 @@ def cosaemb_triplets(
     with an abstract give no intra-document triplet and are counted. ``both_directions`` adds eqs. 8-9's reversed
     pairs (abstract → first chunk, chunk i → chunk i+1). Returns ``(triplets, texts, report)``: ``texts`` maps
     every id used to its input text.
+
+    Shown in: notebooks/cosaemb.ipynb, "Training data: SPECTER's triplets, full text, chunks" (and the held-out
+    triplets of "The order of distances on held-out papers").
     """
     for kind in ("local", "global", "inter"):
         if kind not in margins:
@@ -672,7 +410,8 @@ def with_margins(triplets: Iterable[Triplet], margins: Mapping[str, float]) -> l
 
 
 def cosaemb_objective(texts: Mapping[str, str]) -> TripletObjective:
-    """Eq. 5: ``max(0, d(q, k+)² − d(q, k−)² + m_t)`` with each triplet's own margin."""
+    """Eq. 5: ``max(0, d(q, k+)² − d(q, k−)² + m_t)`` with each triplet's own margin. Shown in:
+    notebooks/cosaemb.ipynb, "Training: one run per margin setting, and the control"."""
     return TripletObjective(texts, TripletMarginLoss(distance="squared_l2"), per_example_margin=True)
 
 
@@ -683,6 +422,8 @@ def counts_tables(report: TripletReport) -> tuple[pd.DataFrame, pd.DataFrame]:
     The paper counts one global triplet per aspect text and one local triplet per pair of consecutive chunks
     (its Table 2 sums to Table 3). Table 3's ``triplets trained`` column is what the run trains: the same
     counts, or twice the intra-document ones with ``both_directions``.
+
+    Shown in: notebooks/cosaemb.ipynb, "Counts in the shape of the paper's Tables 2 and 3".
     """
     check_counts(report)
     table2 = pd.DataFrame({
@@ -708,7 +449,8 @@ def counts_tables(report: TripletReport) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def aspect_paragraphs(papers: Iterable[Paper]) -> list[ParagraphChunk]:
     """Table 6's retrieval set: one text per aspect of each paper (``<paper_id>#<aspect>``, the aspect's paragraphs
-    joined), the "section texts" of §5 as the model sees sections (§3.3.1)."""
+    joined), the "section texts" of §5 as the model sees sections (§3.3.1).
+    Shown in: notebooks/cosaemb.ipynb, "Paragraph retrieval (Table 6 set-up)"."""
     chunks = []
     for paper in papers:
         for text in aspect_texts(paper):
@@ -724,6 +466,8 @@ def facet_query_text(paper: Paper, facet: str, sep: str) -> str:
     The paper separates title and abstract "with our special tokens in addition to the [SEP] token" and
     does not give the order; we put the facet tokens where [ABS] stands in the abstract input (after [SEP],
     before the abstract), background as ``[INTR] [RW]``.
+
+    Shown in: notebooks/cosaemb.ipynb, "CSFCube (Table 4)".
     """
     if facet not in FACET_TOKENS:
         raise ValueError(f"unknown CSFCube facet {facet!r}; expected one of {sorted(FACET_TOKENS)}")
@@ -737,6 +481,8 @@ def triplet_distances(encoder, triplets: Sequence[Triplet], texts: Mapping[str, 
 
     ``ordered`` is whether the positive is nearer than the negative — the order of distances that margin
     gradation is meant to produce (own sections < cited papers < papers not cited).
+
+    Shown in: notebooks/cosaemb.ipynb, "The order of distances on held-out papers".
     """
     ids = sorted({i for t in triplets for i in (t.query, t.positive, t.negative)})
     missing = [i for i in ids if i not in texts]
@@ -754,7 +500,8 @@ def triplet_distances(encoder, triplets: Sequence[Triplet], texts: Mapping[str, 
 
 def margin_loss(distances: pd.DataFrame, margins: Mapping[str, float] = PAPER_MARGINS) -> float:
     """Eq. 5 averaged over the rows of :func:`triplet_distances`, each with the margin of its kind: the loss of
-    :func:`cosaemb_objective` on those triplets, from distances already computed (no second encoding)."""
+    :func:`cosaemb_objective` on those triplets, from distances already computed (no second encoding).
+    Shown in: notebooks/cosaemb.ipynb, "The order of distances on held-out papers"."""
     margin = distances["kind"].map({k: float(v) for k, v in margins.items()})
     if margin.isna().any():
         raise ValueError(f"margin_loss: no margin for kinds {sorted(set(distances['kind'][margin.isna()]))}")

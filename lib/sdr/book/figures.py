@@ -1,0 +1,140 @@
+"""The chapters' figures, one call each (as d2l's ``d2l.plot``): a chapter's figure cell is tagged ``hide-input``
+and carries its MyST caption in the cell's metadata; the line under the figure names the profile and the data that
+produced it (``run.caption()``). Each function draws and shows its figure and returns nothing, so a figure cell's
+only output is the figure (MyST-NB wraps every output of a captioned cell in the figure).
+
+Shown in: every training chapter (training loss, metric bars, sweeps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+
+def _finish(run, axis_or_figure, caption_y: float) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.figtext(0.01, caption_y, run.caption(), fontsize=8)
+    plt.show()
+
+
+def training_loss(run, fits: Mapping, window: int = 5,
+                  title: str = "Training loss (triplet, L2, margin 1; rolling mean over 5 steps)"):
+    """Each run's loss per optimizer step, smoothed by a rolling mean over ``window`` steps."""
+    import seaborn as sns
+
+    history = pd.concat([fit.history for fit in fits.values()], ignore_index=True)
+    history["smoothed loss"] = history.groupby("model")["loss"].transform(
+        lambda s: s.rolling(window, min_periods=1).mean())
+    axis = sns.lineplot(data=history, x="step", y="smoothed loss", hue="model")
+    axis.set(title=title, xlabel="optimizer step")
+    _finish(run, axis, -0.04)
+
+
+def metric_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str, ylabel: str = "score (× 100)"):
+    """One bar per (metric, model) of ``table`` (models as rows, metrics as columns); missing values left out."""
+    import seaborn as sns
+
+    long = table[list(metrics)].reset_index(names="model").melt(id_vars="model", var_name="metric",
+                                                                  value_name="score")
+    axis = sns.barplot(data=long.dropna(), x="metric", y="score", hue="model")
+    axis.set(title=title, ylabel=ylabel, xlabel="")
+    axis.tick_params(axis="x", rotation=45)
+    _finish(run, axis, -0.12)
+
+
+# ------------------------------------------------------------------------------------------------ benchmarks chapter
+def _grid_title(grid, text: str) -> None:
+    import matplotlib.pyplot as plt
+
+    grid.figure.suptitle(text, y=1.02, fontsize=9)
+    plt.show()
+
+
+def facet_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str,
+               xlabel: str = "score (× 100, test)"):
+    """CSFCube scores per system and facet, one panel per metric: ``table`` indexed by (system, facet), one column
+    per metric, already on the page's scale. The title carries the run's caption.
+
+    Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
+    import seaborn as sns
+
+    long = table[list(metrics)].reset_index().melt(id_vars=["system", "facet"], var_name="metric",
+                                                   value_name="score")
+    systems = table.index.get_level_values("system").nunique()
+    grid = sns.catplot(data=long, kind="bar", x="score", y="system", hue="facet", col="metric",
+                       height=max(4, 0.45 * systems), aspect=1.1, sharex=False)
+    grid.set_axis_labels(xlabel, "")
+    _grid_title(grid, f"{title} — {run.caption()}")
+
+
+def paper_vs_ours_bars(run, table: pd.DataFrame, title: str, metrics: Mapping[str, str] | None = None,
+                       value_name: str = "score", sources: Sequence[str] | None = None):
+    """A paper-vs-ours table (:func:`sdr.book.paper_vs_ours`: ``reported by``, ``model``, metric columns) as
+    horizontal bars, one panel per metric (``metrics``: column → panel name; default every metric column), the
+    papers' rows and ours coloured apart; empty cells left out. The title carries the caption of ``sources``
+    (default: the run's data).
+
+    Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct); notebooks/cosaemb.ipynb,
+    Paragraph retrieval."""
+    import seaborn as sns
+
+    from sdr.book.sources import caption
+
+    columns = list(metrics) if metrics is not None else [c for c in table.columns if c not in ("reported by", "model")]
+    long = table.melt(id_vars=["reported by", "model"], value_vars=columns, var_name="metric",
+                      value_name=value_name).dropna()
+    if metrics is not None:
+        long["metric"] = long["metric"].map(dict(metrics))
+    grid = sns.catplot(data=long, kind="bar", x=value_name, y="model", hue="reported by", col="metric",
+                       height=max(3.5, 0.4 * len(table)), aspect=1.1, dodge=False)
+    lines = run.sources if sources is None else list(sources)
+    _grid_title(grid, f"{title} — {caption(run.profile, lines)}")
+
+
+def system_bars(run, table: pd.DataFrame, title: str, xlabel: str = "score (× 100)"):
+    """One horizontal bar per (system, metric) of ``table`` (systems as rows, metrics as columns, on the page's
+    scale).
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    long = table.reset_index(names="system").melt(id_vars="system", var_name="metric", value_name="score")
+    axis = sns.barplot(data=long, x="score", y="system", hue="metric")
+    axis.set(xlabel=xlabel, ylabel="", title=title)
+    plt.show()
+
+
+# ------------------------------------------------------------------------------------------------- sciaspect
+# Appended for the SciAspect chapter (issue 31); generic: any chapter training many runs or reading a paper's sweeps.
+def loss_per_run(run, history: pd.DataFrame, title: str = "Training loss of every run (one line per model)"):
+    """Every run's loss per optimizer step, one line per run (``history``: columns ``step``, ``loss``, ``model``),
+    without a legend: for chapters that train many runs, whose names the loss table beside it gives.
+    Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget."""
+    import seaborn as sns
+
+    axis = sns.lineplot(data=history, x="step", y="loss", hue="model", legend=False)
+    axis.set(title=title, xlabel="optimizer step")
+    _finish(run, axis, -0.04)
+
+
+def sweeps(run, curves: Mapping[str, pd.DataFrame], log_x: Sequence[str] = (), ylabel: str = "score"):
+    """A paper's sweeps beside ours: one column per swept parameter (``curves``: its axis label → a frame with
+    ``value``, ``score`` and ``reported by``), one row per reporter (the paper's printed scores above ours, each on
+    its own scale: the shapes compare, the levels need not). The axis labels in ``log_x`` get a log scale.
+    Shown in: notebooks/sciaspect.ipynb, The τ and α sweeps."""
+    import matplotlib.pyplot as plt
+
+    rows = max(frame["reported by"].nunique() for frame in curves.values())
+    figure, axes = plt.subplots(rows, len(curves), figsize=(5 * len(curves), 3 * rows), sharex="col", squeeze=False)
+    for column, (name, frame) in enumerate(curves.items()):
+        for row, reporter in enumerate(frame["reported by"].unique()):
+            part = frame[frame["reported by"] == reporter].sort_values("value")
+            axes[row, column].plot(part["value"], part["score"], marker="o", color=f"C{row}")
+            axes[row, column].set(title=reporter, ylabel=ylabel, xscale="log" if name in log_x else "linear")
+        axes[rows - 1, column].set_xlabel(name)
+    figure.tight_layout()
+    _finish(run, figure, -0.03)

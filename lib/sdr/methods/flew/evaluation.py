@@ -1,0 +1,413 @@
+"""The FLeW chapter's evaluation steps, one call each: every encoder on the benchmarks and the weighted sums tuned on
+validation data (section 4: MDCR, SciRepEval), CSFCube and the leaderboard rows (section 5), the paper's Tables 1-3
+beside ours, the findings and the chapter's record in the results store. The training steps are in :mod:`.chapter`.
+
+Shown in: notebooks/flew.ipynb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from sdr import book
+from sdr.book.chapter import ChapterCheckFailed
+from sdr.facets import FACETS
+from sdr.methods.flew.chapter import (FACET_ENCODERS, RELEASED_BASELINES, RELEASED_FLEW, SUM_NAME,
+                                      CSFCubeAgreement, FacetGraph, FacetTraining, QueryList, Sampling,
+                                      SplitterScores, _encoder, chosen_ablations, show)
+from sdr.methods.flew.recipe import (FORMAT_COLUMNS, TABLE1_COLUMNS, combine, csfcube_systems, flew_columns,
+                                     mdcr_fields, mdcr_papers, mdcr_scores, mdcr_tune, scirepeval_documents,
+                                     scirepeval_task_weights, scirepeval_weighted, seed_spread, simplex_grid)
+
+__all__ = ["BENCHMARKS", "Systems", "embed_systems", "MDCRScores", "mdcr_systems", "mdcr_table2", "SciRepEvalScores",
+           "scirepeval_systems", "CSFCubeRows", "csfcube_rows", "show_csfcube", "TABLE_COLUMNS", "PARTIAL", "table1",
+           "table3", "table3_claim", "findings", "store"]
+
+
+# ------------------------------------------------------------------------------------------------- 4. benchmarks
+BENCHMARKS = ("MDCR", "SciRepEval", "CSFCube")
+
+
+@dataclass
+class Systems:
+    """Every system's embeddings of every benchmark paper (``single``: ``{system: {benchmark: {id: vector}}}``) and
+    the weighted sums (``sums``: ``{sum: {facet: system}}``)."""
+
+    run: object
+    papers: dict
+    single: dict = field(default_factory=dict)
+    sums: dict = field(default_factory=dict)
+
+    def embed(self, encoder, benchmarks: Sequence[str] = ("MDCR", "SciRepEval")) -> dict:
+        """``{benchmark: {id: vector}}``; CSFCube (ours and the untrained encoder only) is read at
+        ``csfcube_max_length`` tokens, the rest at ``max_length``."""
+        p = self.run.p
+        vectors = {}
+        for name in benchmarks:
+            if name not in self.papers:
+                continue
+            papers = self.papers[name]
+            encoder.max_length = p.csfcube_max_length if name == "CSFCube" else p.max_length
+            ids = sorted(papers)
+            vectors[name] = dict(zip(ids, encoder.encode_papers([papers[i] for i in ids], batch_size=64,
+                                                                progress=False)))
+        encoder.max_length = p.max_length
+        return vectors
+
+    def stacked(self, name: str, benchmark: str, ids: Sequence[str]) -> np.ndarray:
+        return np.stack([self.single[name][benchmark][i] for i in ids])
+
+    def facet_vectors(self, system: str, benchmark: str) -> dict:
+        """``{facet: {id: vector}}`` of the members of the weighted sum ``system``."""
+        return {f: self.single[self.sums[system][f]][benchmark] for f in FACETS}
+
+    def describe(self) -> str:
+        return f"systems: {list(self.single)} | weighted sums: {list(self.sums)}"
+
+
+def embed_systems(run, inputs, training: FacetTraining) -> Systems:
+    """Every paper of every benchmark read once by every encoder — MDCR's queries and candidates, every document
+    SciRepEval's tasks embed (search queries as title-only papers) and, with ``csfcube_eval``, CSFCube's papers —
+    so a weighted sum is free to compute for any weights. Systems: the untrained encoder, every trained run, and
+    at ``paper`` the released encoders ([CLS] pooling, as they were trained); sums: FLeW's, each ablation's that has
+    one, and each released FLeW checkpoint's.
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks."""
+    from sdr.evaluate import csfcube
+
+    p = run.p
+    papers = {"MDCR": mdcr_papers(inputs.mdcr.path)}
+    papers["SciRepEval"], report = scirepeval_documents(inputs.scirepeval.path, inputs.tasks)
+    if p.csfcube_eval:
+        papers["CSFCube"] = csfcube.read_csfcube_papers(inputs.csfcube.path)
+    print({name: len(ids) for name, ids in papers.items()}, "papers to embed;",
+          f"SciRepEval tasks without data here: {len(report['tasks without metadata'])}")
+    systems = Systems(run, papers)
+    systems.single["untrained encoder"] = systems.embed(_encoder(run), BENCHMARKS)
+    for name, fit in training.fits.items():
+        systems.single[name] = systems.embed(fit.encoder, BENCHMARKS if name in FACET_ENCODERS.values()
+                                             else ("MDCR", "SciRepEval"))
+    systems.sums[SUM_NAME] = dict(FACET_ENCODERS)
+    for ablation in chosen_ablations(p.ablations).values():
+        if ablation.weighted_sum:
+            systems.sums[ablation.weighted_sum] = dict(ablation.members)
+    for name, where in inputs.released.items():
+        if name in RELEASED_FLEW:
+            tag = RELEASED_FLEW[name]
+            for facet, path in where.items():
+                systems.single[f"{FACET_ENCODERS[facet]} ({tag})"] = systems.embed(_encoder(
+                    run, name=path, layers=p.model_layers if path == "minilm" else 0, pooling="cls"))
+            systems.sums[f"{SUM_NAME} ({tag})"] = {f: f"{FACET_ENCODERS[f]} ({tag})" for f in FACETS}
+        else:
+            systems.single[RELEASED_BASELINES[name]] = systems.embed(_encoder(
+                run, name=name, pooling="cls", layers=p.model_layers if where == "minilm" else 0))
+    return systems
+
+
+@dataclass
+class MDCRScores:
+    """MDCR: each sum's weights tuned on val with every grid point's score, every system's test result, and the
+    page's table (MAP, R@5 × 100 and the fields scored)."""
+
+    weights: dict
+    grids: dict
+    results: dict
+    table: pd.DataFrame
+
+    @property
+    def weight_table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.weights, index=list(FACETS)).T
+
+
+def mdcr_systems(run, inputs, systems: Systems) -> MDCRScores:
+    """Each weighted sum's weights tuned on MDCR's ``val`` split (:func:`mdcr_tune`; the test file is not opened by
+    the search), then every sum and every system scored on ``test``.
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks."""
+    path, step = inputs.mdcr.path, run.p.weight_step
+    ids = sorted(systems.papers["MDCR"])
+    weights, grids, results = {}, {}, {}
+    for system, members in systems.sums.items():
+        vectors = {f: systems.stacked(members[f], "MDCR", ids) for f in FACETS}
+        weights[system], grids[system] = mdcr_tune(path, vectors, ids, step=step)
+        results[system] = mdcr_scores(path, combine(vectors, weights[system]), ids, "test")
+    for name in systems.single:
+        results[name] = mdcr_scores(path, systems.stacked(name, "MDCR", ids), ids, "test")
+    table = pd.DataFrame({name: {"MAP": r["avg"]["map"], "R@5": r["avg"]["recall_5"], "fields": len(r["fields"])}
+                          for name, r in results.items()}).T
+    return MDCRScores(weights, grids, results, table)
+
+
+def mdcr_table2(mdcr: MDCRScores) -> dict[str, pd.DataFrame]:
+    """FLeW's Table 2 beside ours: ``{"MAP": …, "R@5": …}``, the paper's columns (its six models, prefixed
+    ``paper:``) and every system of this run, one row per MAG field in the paper's order and its average; a
+    field this run lacks (a replica has fewer) stays empty.
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks (Table 2)."""
+    paper = book.read_paper_table("flew_table2")
+    field_order = [*[f for f in paper["field"].unique() if f != "Avg"], "Avg"]
+    table2 = {}
+    for metric, label in (("map", "MAP"), ("recall_5", "R@5")):
+        paper_fields = paper.pivot(index="field", columns="model", values=metric).add_prefix("paper: ")
+        if len(paper_fields) != 20:
+            raise ValueError(f"data/paper_tables/flew_table2.csv: {len(paper_fields)} fields, expected MDCR's 19 and "
+                             "their average (every row of FLeW's Table 2)")
+        ours = pd.DataFrame({name: mdcr_fields(r, metric) for name, r in mdcr.results.items()})
+        table2[label] = paper_fields.join(ours, how="outer").reindex(
+            field_order + sorted(set(ours.index) - set(field_order)))
+    return table2
+
+
+@dataclass
+class SciRepEvalScores:
+    """SciRepEval: every system's result, each sum's weights per task (with the rule that chose them), and the
+    page's table of FLeW's Table 1 columns."""
+
+    results: dict
+    weights: dict
+    table: pd.DataFrame
+
+    SUMMARY = ["prx_avg", "rgn_avg", "qry_avg", "clf_avg", "total_avg", "columns averaged",
+               "avg over the columns present"]
+
+
+def scirepeval_systems(run, inputs, systems: Systems, mdcr: MDCRScores) -> SciRepEvalScores:
+    """Every system on SciRepEval (few-shot variants off), and each sum with its own weights per task
+    (:func:`scirepeval_task_weights`: a held-out share ``tuning_holdout`` of a task's train split, or MDCR val's
+    weights for a task with neither validation nor train data), as FLeW Table 1's 19 columns
+    (:func:`flew_columns`). Every paper a task names must have an embedding.
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks (SciRepEval)."""
+    from sdr.evaluate import scirepeval
+
+    p, path = run.p, inputs.scirepeval.path
+    results, weights = {}, {}
+    for name in systems.single:
+        results[name] = scirepeval.evaluate(path, systems.single[name]["SciRepEval"], tasks_config=inputs.tasks,
+                                            few_shot=False, progress=False)
+    for system in systems.sums:
+        vectors = systems.facet_vectors(system, "SciRepEval")
+        weights[system] = scirepeval_task_weights(path, inputs.tasks, vectors, mdcr.weights[system],
+                                                  step=p.weight_step, holdout=p.tuning_holdout, seed=p.seed)
+        results[system] = scirepeval_weighted(path, inputs.tasks, vectors, weights[system])
+    missing = {name: r["missing_embeddings"] for name, r in results.items() if r["missing_embeddings"]["count"]}
+    if missing:
+        raise ChapterCheckFailed(f"SciRepEval papers without an embedding: {missing}")
+    return SciRepEvalScores(results, weights, pd.DataFrame({name: flew_columns(r) for name, r in results.items()}).T)
+
+
+# ------------------------------------------------------------------------------------------------- 5. CSFCube
+@dataclass
+class CSFCubeRows:
+    """CSFCube: the leaderboard rows (facet encoders and the tuned sum, one per training seed), the page's view of
+    them (mean ± σ and Δ vs the untrained encoder), the first seed's MAP per facet and chosen weights, the extra
+    seeds' training, and the untrained encoder's result and reference name. Empty when ``csfcube_eval`` is off."""
+
+    leaderboard: list = field(default_factory=list)
+    seeds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    weights: pd.DataFrame = field(default_factory=pd.DataFrame)
+    seed_training: dict = field(default_factory=dict)
+    untrained: dict | None = None
+    reference: str = ""
+    seed_list: list = field(default_factory=list)
+
+    @property
+    def scored(self) -> bool:
+        return self.untrained is not None
+
+
+def csfcube_rows(run, inputs, systems: Systems, training: FacetTraining) -> CSFCubeRows:
+    """The chapter's leaderboard rows. Each facet encoder ranks CSFCube on its own and their sum is tuned per facet
+    and fold on dev queries (:func:`csfcube_systems`), papers read at the Benchmarks chapter's length; each is
+    trained ``leaderboard_seeds`` times (the same triplets, seeds ``seed``, ``seed`` + 1, …), every seed its own
+    row with per-query MAP, compared with that chapter's untrained encoder of the same pooling. Checked: one row
+    per model and seed, every chosen weight a point of the grid.
+
+    Shown in: notebooks/flew.ipynb, 5. CSFCube."""
+    from sdr.evaluate import csfcube
+    from sdr.methods.specter import leaderboard_seeds
+
+    p = run.p
+    if not p.csfcube_eval:
+        return CSFCubeRows()
+    base_model = book.base_model_label(p.model_name, p.model_layers)
+    # the Benchmarks chapter's untrained row of this encoder: same pooling, same input length
+    reference = book.untrained_reference(p.model_name, p.model_layers,
+                                         training.fits[FACET_ENCODERS["background"]].encoder.pooling, "csfcube")
+    untrained = csfcube.evaluate(inputs.csfcube.path, embeddings=systems.single["untrained encoder"]["CSFCube"],
+                                 return_per_query=True)
+    untrained_queries, query_groups = book.csfcube_per_query(untrained, inputs.csfcube.path)
+    budget = training.budget
+    seeds = leaderboard_seeds(p.seed, max(1, p.leaderboard_seeds))
+    rows, seed_training = [], {}
+    for run_seed in seeds:
+        if run_seed == p.seed:  # the encoders of sections 3-4
+            vectors = {name: systems.single[name]["CSFCube"] for name in FACET_ENCODERS.values()}
+        else:  # the same triplets, another training seed; only CSFCube is read
+            vectors = {}
+            for name in FACET_ENCODERS.values():
+                fit = training.fit(name, run_seed)
+                seed_training[f"{name} · seed {run_seed}"] = fit.losses()
+                vectors[name] = systems.embed(fit.encoder, ("CSFCube",))["CSFCube"]
+        scored, weights = csfcube_systems(inputs.csfcube.path, vectors, FACET_ENCODERS, SUM_NAME, step=p.weight_step)
+        for name, result in scored.items():
+            per_query, groups = book.csfcube_per_query(result, inputs.csfcube.path)
+            rows.append(book.leaderboard_row(
+                name, "csfcube", book.csfcube_metrics(result), data=inputs.csfcube.kind, base_model=base_model,
+                training=budget[name], input_tokens=p.csfcube_max_length, seed=run_seed, per_query=per_query,
+                query_groups=groups, reference=reference))
+        if run_seed == p.seed:  # the page's per-facet table and chosen weights: the first seed's
+            first_seed, chosen = {**scored, "untrained encoder": untrained}, weights
+    if len(rows) != 4 * len(seeds):
+        raise ChapterCheckFailed(f"{len(rows)} leaderboard rows, expected one per model and seed (4 × {len(seeds)}): "
+                                 f"{[row['method'] for row in rows]}")
+    off_grid = {tuple(w) for w in chosen[list(FACETS)].to_numpy()} - set(simplex_grid(p.weight_step))
+    if off_grid:
+        raise ChapterCheckFailed(f"CSFCube weights off the step-{p.weight_step} grid: {sorted(off_grid)}")
+    # mean ± σ over the seeds and the paired interval against the untrained encoder scored here at the same length
+    seed_table = seed_spread(rows, untrained_queries, query_groups, seed=p.seed).rename(
+        columns={"Δ vs reference": "Δ vs untrained"})
+    table = pd.DataFrame({"FLeW (tuned per facet on dev folds)" if name == SUM_NAME else name:
+                          {f: 100 * r["test"][f]["map"] for f in (*FACETS, "all")}
+                          for name, r in first_seed.items()}).T
+    return CSFCubeRows(rows, seed_table, table, chosen, seed_training, untrained, reference, seeds)
+
+
+def show_csfcube(run, inputs, cs: CSFCubeRows) -> None:
+    """The CSFCube section's tables: each facet encoder on its own facet's queries, the seeds' mean ± σ with Δ vs
+    the untrained encoder, the extra seeds' training, the weights each fold chose and MAP per facet.
+
+    Shown in: notebooks/flew.ipynb, 5. CSFCube."""
+    if not cs.scored:
+        print("CSFCube ranking not evaluated on this run (csfcube_eval is off).")
+        return
+    p = run.p
+    own = {f: cs.table.loc[name, f] for f, name in FACET_ENCODERS.items()}
+    print("each facet encoder on its own facet's queries (MAP, first seed):", {k: round(v, 2) for k, v in own.items()})
+    caption = book.caption(run.profile, [inputs.csfcube.source, f"{p.csfcube_max_length} tokens per paper"])
+    show(run, cs.seeds, title=f"CSFCube test MAP (all) × 100 per training seed; the untrained encoder "
+                              f"({cs.reference}) scores {100 * cs.untrained['test']['all']['map']:.2f} here · {caption}")
+    if cs.seed_training:
+        show(run, pd.DataFrame(cs.seed_training).T, title="training of the extra seeds (the same triplets):",
+             decimals=4)
+    show(run, cs.weights.drop(columns="grid"), title="weights chosen on each fold's dev queries (first seed):",
+         decimals=None)
+    show(run, cs.table, title="MAP per facet (first seed)")
+
+
+# ------------------------------------------------------------------------------------------------- the paper's tables
+TABLE_COLUMNS = [*TABLE1_COLUMNS, *FORMAT_COLUMNS, "total_avg"]
+#: ours only: what a partial run (a replica) covers
+PARTIAL = ["columns averaged", "avg over the columns present"]
+
+
+def table1(run, scirepeval: SciRepEvalScores) -> pd.DataFrame:
+    """Every row of FLeW's Table 1, then ours (the systems that are not ablations), on its 19 columns, the format
+    averages and Total AVG, with the columns a partial run covers.
+
+    Shown in: notebooks/flew.ipynb, Ours next to the paper."""
+    paper = book.read_paper_table("flew_table1")
+    ours = scirepeval.table.loc[[n for n in scirepeval.table.index if "w/o" not in n]]
+    table = book.paper_vs_ours(ours, paper.assign(**dict.fromkeys(PARTIAL, np.nan)), TABLE_COLUMNS + PARTIAL,
+                               f"this book ({run.profile})")
+    if len(table) != len(paper) + len(ours):
+        raise ChapterCheckFailed(f"Table 1: {len(table)} rows, expected the paper's {len(paper)} and our {len(ours)}")
+    return table
+
+
+def table3(run, scirepeval: SciRepEvalScores, mdcr: MDCRScores) -> pd.DataFrame:
+    """Every row of FLeW's Table 3 (the ablations), then ours whose names start with FLeW (the facet encoders, the
+    sums and the ablations trained), with MDCR's MAP beside ours.
+
+    Shown in: notebooks/flew.ipynb, Ours next to the paper."""
+    paper = book.read_paper_table("flew_table3")
+    ours = scirepeval.table.loc[[n for n in scirepeval.table.index if n.startswith(SUM_NAME)]]
+    ours = ours.assign(**{"MDCR MAP": [mdcr.table.loc[n, "MAP"] for n in ours.index]})
+    table = book.paper_vs_ours(ours, paper.assign(**dict.fromkeys([*PARTIAL, "MDCR MAP"], np.nan)),
+                               TABLE_COLUMNS + PARTIAL + ["MDCR MAP"], f"this book ({run.profile})")
+    if len(table) != len(paper) + len(ours):
+        raise ChapterCheckFailed(f"Table 3: {len(table)} rows, expected the paper's {len(paper)} and our {len(ours)}")
+    return table
+
+
+def table3_claim(systems: Systems, scirepeval: SciRepEvalScores, mdcr: MDCRScores) -> pd.DataFrame:
+    """Table 3's claim, measured: each weighted sum minus each of its facet encoders on SciRepEval (mean over the
+    columns present) and on MDCR's test MAP (positive: the sum is better).
+
+    Shown in: notebooks/flew.ipynb, Ours next to the paper."""
+    average = "avg over the columns present"
+    ours, mdcr_table = scirepeval.table, mdcr.table
+    return pd.DataFrame({system: {
+        **{f"SciRepEval: sum − {f} encoder": ours.loc[system, average] - ours.loc[members[f], average] for f in FACETS},
+        **{f"MDCR MAP: sum − {f} encoder": mdcr_table.loc[system, "MAP"] - mdcr_table.loc[members[f], "MAP"]
+           for f in FACETS}} for system, members in systems.sums.items()})
+
+
+# ------------------------------------------------------------------------------------------------- findings, store
+def _signed(value: float) -> str:
+    return f"{value:+.2f}"
+
+
+def findings(run, inputs, scores: SplitterScores, heldout: pd.DataFrame, mdcr: MDCRScores,
+             scirepeval: SciRepEvalScores, cs: CSFCubeRows) -> str:
+    """What this run shows, one markdown line per finding, each written from the run's own numbers.
+
+    Shown in: notebooks/flew.ipynb, Ours next to the paper (the closing cell)."""
+    p = run.p
+    ours, average = scirepeval.table, "avg over the columns present"
+    lines = []
+    sum_vs = {f: ours.loc[SUM_NAME, average] - ours.loc[FACET_ENCODERS[f], average] for f in FACETS}
+    columns = int(ours.loc[SUM_NAME, "columns averaged"])
+    lines.append(f"* **Table 3's claim on SciRepEval ({columns} of FLeW's 19 columns here):** the tuned sum minus each "
+                 f"facet encoder is {', '.join(f'{_signed(v)} ({FACET_ENCODERS[f]})' for f, v in sum_vs.items())} — "
+                 "the sum " + ("beats every facet encoder." if min(sum_vs.values()) > 0
+                               else "does not beat every facet encoder."))
+    mdcr_gain = {n: mdcr.table.loc[n, "MAP"] - mdcr.table.loc["untrained encoder", "MAP"]
+                 for n in (*FACET_ENCODERS.values(), SUM_NAME)}
+    lines.append(f"* **MDCR test MAP against the untrained encoder** ({int(mdcr.table.loc[SUM_NAME, 'fields'])} fields "
+                 "here): " + ", ".join(f"{n} {_signed(v)}" for n, v in mdcr_gain.items())
+                 + f"; FLeW's weights, tuned on MDCR val: {tuple(round(w, 2) for w in mdcr.weights[SUM_NAME])} "
+                   "(bg, mt, rs).")
+    if not heldout.empty:
+        lines.append("* **Held-out queries of the list:** the triplet loss of every facet encoder against the untrained "
+                     "one changes by " + ", ".join(f"{-v:+.3f} ({n})" for n, v in heldout["loss gain"].items())
+                     + " (negative: lower loss, better ordering).")
+    if cs.scored:
+        seeds_here, table = len(cs.seed_list), cs.seeds
+        lines.append(f"* **CSFCube ({inputs.csfcube.kind}, {p.csfcube_max_length} tokens a paper), MAP on 'all', "
+                     f"mean ± σ over {seeds_here} training seed{'s' if seeds_here > 1 else ''}:** untrained "
+                     f"{cs.table.loc['untrained encoder', 'all']:.2f}; "
+                     + "; ".join(f"{name} {line['mean']:.2f} ± {line['σ']:.2f}, Δ {_signed(line['Δ vs untrained'])} "
+                                 f"[{_signed(line['95 % low'])}, {_signed(line['95 % high'])}]"
+                                 for name, line in table.iterrows())
+                     + " (Δ: difference from the untrained encoder with its paired bootstrap 95 % interval over "
+                       "queries; "
+                     + ("every interval excludes 0)." if ((table["95 % low"] > 0) | (table["95 % high"] < 0)).all()
+                        else "an interval that includes 0 is within noise)."))
+    lines.append(f"* **The splitter** agrees with CSAbstruct test's facets on {scores.ours:.3f} of its sentences "
+                 f"({inputs.csabstruct.kind}; the lexical baseline {scores.baseline:.3f}).")
+    return "\n".join(lines)
+
+
+def store(run, scores: SplitterScores, agreement: CSFCubeAgreement, graph: FacetGraph, queries: QueryList,
+          sampling: Sampling, heldout: pd.DataFrame, mdcr: MDCRScores, table2: Mapping, scirepeval: SciRepEvalScores,
+          tables: Mapping[str, pd.DataFrame], cs: CSFCubeRows, conclusions: str):
+    """The FLeW chapter's record in the results store: its tables (``tables``: Table 1, Table 3 and Table 3's
+    claim), the weights every sum chose, its leaderboard rows and the findings."""
+    return run.save({
+        "splitter (CSAbstruct test)": scores.table.round(4), "splitter per facet": scores.per_facet.round(4),
+        "splitter vs CSFCube labels": agreement.table.round(4), "facet subgraphs": graph.table,
+        "released triplets": queries.released_table, "structure": sampling.table.round(3),
+        "held-out triplets": heldout.round(4), "MDCR (ours)": mdcr.table.round(2),
+        "MDCR MAP per field (Table 2)": table2["MAP"].round(2), "MDCR R@5 per field (Table 2)": table2["R@5"].round(2),
+        "SciRepEval (ours, FLeW columns)": scirepeval.table.round(2), "Table 1": tables["Table 1"].round(2),
+        "Table 3": tables["Table 3"].round(2), "Table 3 claim": tables["Table 3 claim"].round(2),
+        "CSFCube MAP (ours)": cs.table.round(2), "CSFCube MAP per seed": cs.seeds.round(3)},
+        extra={"mdcr_weights": {k: list(v) for k, v in mdcr.weights.items()}, "leaderboard": cs.leaderboard,
+               "scirepeval_weights": {k: v.to_dict("records") for k, v in scirepeval.weights.items()},
+               "conclusions": conclusions})

@@ -1,0 +1,512 @@
+"""The steps of the SPECTER chapter, one call each; the SciNCL chapter takes the same data, scores its models the
+same way and stores the same kind of leaderboard rows, so it calls these too.
+
+Each step takes the chapter's :class:`sdr.book.ChapterRun` (its parameters are ``run.p``) and returns what the
+page shows; the checks of invariants live here and raise with a clear message, and the page keeps one line per
+claim. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from sdr import book
+from sdr.book.chapter import ChapterCheckFailed, Fit, replicas_of_one_corpus
+from sdr.methods.specter.recipe import (RELEASED_CHECKPOINTS, PUBLISHED_TOLERANCE, TrainingTriplets,
+                                        csfcube_leaderboard_row, csfcube_scores, leaderboard_seeds, plan_run,
+                                        proximity_mean, published_difference, read_training_triplets,
+                                        scidocs_leakage, scidocs_scores, seed_spread, take_queries,
+                                        training_budget, triplet_statistics, write_training_triplets)
+from sdr.train import TrainConfig, TripletObjective
+
+__all__ = ["TRAINING_PARAMETERS", "chapter_inputs", "TrainingSet", "training_set", "UndirectedSet",
+           "undirected_set", "train_config", "page_names", "specter_runs", "retrainer", "print_plan", "triplet_encoder", "train_triplet_models", "released_encoders",
+           "store", "specter_findings", "scidocs_table", "gains_over_untrained", "papers_next_to_ours", "check_released", "CSFCubeScores",
+           "csfcube_table", "SeedRows", "seed_rows", "leaderboard", "findings", "METRIC_COLUMNS"]
+
+#: The parameters that change SPECTER's training (they key the chapter's run folder, ``book.run_dir``).
+TRAINING_PARAMETERS = ("model_name", "model_layers", "seed", "n_papers", "eval_fraction", "max_queries",
+                       "max_length", "epochs", "batch_size", "accumulation_steps", "learning_rate", "schedule")
+#: The twelve SciDocs metrics and their average, as the paper tables name them.
+METRIC_COLUMNS = [*book.SCIDOCS_COLUMNS.values(), "avg"]
+
+
+# ------------------------------------------------------------------------------------------------- data
+def chapter_inputs(run) -> SimpleNamespace:
+    """SPECTER's training triplets (SciRepEval ``cite_prediction``), SciDocs and CSFCube under the data policy:
+    the released data where the profile reads it, else replicas in the official layouts written from one
+    synthetic corpus (its training part gives the triplets, its evaluation part the benchmarks; built only if a
+    replica is written)."""
+    from sdr.synthetic import make_corpus
+    from sdr.synthetic.csfcube import write_csfcube
+    from sdr.synthetic.scidocs import write_scidocs
+    from sdr.synthetic.split import split_corpus
+
+    p, data = run.p, run.data
+
+    def split_synthetic():
+        corpus = make_corpus(n_papers=p.n_papers, seed=p.seed)
+        train_part, eval_part = split_corpus(corpus, p.eval_fraction, seed=p.seed)
+        return SimpleNamespace(corpus=corpus, train=train_part, eval=eval_part)
+
+    synthetic = data.lazy("the synthetic corpus behind the replicas", split_synthetic)
+    replica_of = f"the synthetic corpus ({p.n_papers} papers, seed {p.seed})"
+    triplets = data.input(
+        "scirepeval_cite_prediction", role="training", real=lambda folder: folder / "train.jsonl",
+        replica=lambda folder: write_training_triplets(synthetic().train, folder / "train.jsonl", p.seed)[0],
+        replica_source=f"SPECTER's sampling on the training part of {replica_of}, in the cite_prediction layout")
+    scidocs = data.input("scidocs", replica=lambda folder: write_scidocs(
+        synthetic().eval, folder, seed=p.seed, n_queries=p.n_eval_queries, include_recomm=p.recommendations,
+        progress=False), replica_source=f"SciDocs replica of the evaluation part of {replica_of}")
+    csfcube = data.input("csfcube", replica=lambda folder: write_csfcube(
+        synthetic().eval, folder, n_queries=p.csfcube_replica_queries, pool_size=p.csfcube_replica_pool,
+        seed=p.seed), replica_source=f"CSFCube replica of the evaluation part of {replica_of}")
+    return SimpleNamespace(triplets=triplets, scidocs=scidocs, csfcube=csfcube, synthetic=synthetic)
+
+
+@dataclass
+class TrainingSet:
+    """The training triplets read, the query papers kept and their triplets, and SciNCL A.3's leakage audit."""
+
+    training: TrainingTriplets
+    queries: list[str]
+    examples: list
+    leakage: pd.DataFrame
+
+    @property
+    def papers(self):
+        return self.training.papers
+
+    @property
+    def overlap(self) -> pd.Series:
+        return self.leakage.loc["in test or validation"]
+
+    @property
+    def with_leakage(self) -> bool:
+        return bool(self.overlap["training papers in it"] > 0)
+
+    @property
+    def leak_label(self) -> str:
+        return " (with leakage)" if self.with_leakage else ""
+
+    def describe(self) -> str:
+        all_queries = len({t.query for t in self.training.triplets})
+        return (f"{self.leakage.attrs['training papers']:,} training papers, {self.leakage.attrs['unmapped']:,} "
+                f"without a sha (left out of the comparison); {len(self.queries):,} of {all_queries:,} query "
+                f"papers used, {len(self.examples):,} triplets.")
+
+    def leakage_line(self) -> str:
+        return (f"Leakage: {self.overlap['training papers in it']:,} of {self.leakage.attrs['training papers']:,} "
+                f"training papers ({self.overlap['% of the training papers']:.1f} %) are SciDocs test or "
+                "validation papers.")
+
+
+def training_set(run, inputs, max_queries: int | None = None) -> TrainingSet:
+    """Read the training triplets, keep a seeded sample of ``max_queries`` query papers (0: all) with their
+    triplets, and audit them against SciDocs' test and validation papers (glued for the prose as
+    ``<chapter>_leakage_label`` and ``<chapter>_leakage_share``). Replicas are written from disjoint parts of
+    one corpus, so leakage between them is a bug and raises."""
+    p = run.p
+    training = read_training_triplets(inputs.triplets.path)
+    count = p.max_queries if max_queries is None else max_queries
+    queries = take_queries([t.query for t in training.triplets], count, p.seed)
+    kept = set(queries)
+    examples = [t for t in training.triplets if t.query in kept]
+    leakage = scidocs_leakage(training.papers, inputs.scidocs.path)
+    result = TrainingSet(training, queries, examples, leakage)
+    if replicas_of_one_corpus(inputs.triplets, inputs.scidocs) and result.with_leakage:
+        raise ChapterCheckFailed("the replicas are built from disjoint parts of the synthetic corpus, yet "
+                                 f"{result.overlap['training papers in it']} training papers are SciDocs papers")
+    run.glue("leakage_share", f"{result.overlap['% of the training papers']:.1f}")
+    run.glue("leakage_label", "with leakage" if result.with_leakage else "without leakage")
+    return result
+
+
+# ------------------------------------------------------------------------------------------------- SPECTER(Undirected)
+@dataclass
+class UndirectedSet:
+    """SPECTER(Undirected)'s triplets, sampled on the citations inside the training triplets (thesis §3)."""
+
+    citations: object
+    graph_report: dict
+    triplets: list
+    report: object
+
+    def sampling_table(self, specter_examples: Sequence) -> pd.DataFrame:
+        """Counts of both triplet sets: triplets, queries, papers, collisions, filled hard negatives."""
+        return pd.DataFrame({
+            "SPECTER (the training triplets)": {**triplet_statistics(specter_examples),
+                                                "hard negatives filled with easy ones": np.nan,
+                                                "oversampled queries": np.nan},
+            "SPECTER(Undirected) (sampled on their citations)": {
+                **triplet_statistics(self.triplets), "hard negatives filled with easy ones": self.report.hard_short,
+                "oversampled queries": self.report.oversampled_queries},
+        }).T
+
+    def example(self, papers) -> pd.DataFrame:
+        """One hard triplet with its titles."""
+        example = next(t for t in self.triplets if t.kind == "hard")
+        return pd.DataFrame({role: {"paper": pid, "title": papers[pid].title}
+                             for role, pid in (("query", example.query), ("positive (neighbour)", example.positive),
+                                               ("hard negative", example.negative))}).T
+
+    def describe(self) -> str:
+        return (f"the triplets' citation graph: {self.graph_report['edges']:,} citations between "
+                f"{len(self.citations.nodes):,} papers; the training triplets do not say which of their negatives "
+                f"were hard. {self.report}")
+
+
+def undirected_set(training: TrainingSet, seed: int) -> UndirectedSet:
+    """Sample SPECTER(Undirected) for the same query papers on the citations of the training triplets, and check
+    the rule: every positive is a neighbour of its query, no negative is one (nor the query), every hard negative
+    is cited by one of the query's references, and every (query, positive) of SPECTER's file is a citation."""
+    from sdr.graph import citation_graph_from_triplets
+    from sdr.samplers import undirected_triplets
+
+    citations, _, graph_report = citation_graph_from_triplets(training.training.paper_triplets)
+    triplets, report = undirected_triplets(citations, candidates=sorted(training.papers),
+                                           query_ids=training.queries, seed=seed, progress=False, verbose=False)
+    if not triplets:
+        raise ChapterCheckFailed(f"SPECTER(Undirected): no triplets sampled ({report})")
+    broken = [t for t in triplets if t.positive not in citations.neighbours(t.query)
+              or t.negative in citations.neighbours(t.query) or t.negative == t.query]
+    broken += [t for t in triplets if t.kind == "hard" and not any(
+        t.negative in citations.references(r) for r in citations.references(t.query))]
+    broken += [t for t in training.examples if (t.query, t.positive) not in citations]
+    if broken:
+        raise ChapterCheckFailed(f"{len(broken)} triplets break the sampling rule, e.g. {broken[:2]}")
+    return UndirectedSet(citations, graph_report, triplets, report)
+
+
+# ------------------------------------------------------------------------------------------------- training
+def train_config(p, **overrides) -> TrainConfig:
+    """The chapter's training settings from its parameters (SPECTER's own at ``paper``)."""
+    return TrainConfig(epochs=p.epochs, batch_size=p.batch_size, accumulation_steps=p.accumulation_steps,
+                       learning_rate=p.learning_rate, seed=p.seed, checkpoint_every=p.checkpoint_every,
+                       schedule=p.schedule, **overrides)
+
+
+def triplet_encoder(run, max_length: int | None = None):
+    """A fresh encoder as SPECTER reads a paper: [CLS] pooling of ``title [SEP] abstract``."""
+    return run.encoder(pooling="cls", max_length=max_length or run.p.max_length)
+
+
+def _fit_on_triplets(run, name: str, examples, papers, config, folder: str, probe: int) -> Fit:
+    encoder = triplet_encoder(run)
+    needed = {pid for t in examples for pid in (t.query, t.positive, t.negative)}
+    missing = sorted(needed - set(papers))
+    if missing:
+        raise KeyError(f"{name}: {len(missing)} papers of the triplets have no text, e.g. {missing[:3]}")
+    objective = TripletObjective({pid: encoder.paper_text(papers[pid]) for pid in needed})
+    return run.fit(name, examples, objective, config, encoder=encoder, folder=folder, probe=probe)
+
+
+def train_triplet_models(run, runs: Mapping[str, tuple[str, Sequence]], papers, config: TrainConfig | None = None,
+                         probe: int = 128) -> dict[str, Fit]:
+    """Train one fresh encoder per entry of ``runs`` (``{page name: (run folder, triplets)}``) with SPECTER's
+    objective (triplet loss, L2, margin 1) and the chapter's settings; each run checkpoints in its folder and
+    continues there when the chapter is rerun with ``resume = True``. At ``paper`` the runs' plan (examples,
+    steps, estimated GPU time) is printed first. Returns the fits by page name."""
+    config = config or train_config(run.p)
+    fits = {name: _fit_on_triplets(run, name, examples, papers, config, folder, probe)
+            for name, (folder, examples) in runs.items()}
+    if run.p.resume:
+        print("resumed from optimizer step:", {folder: fits[name].result.resumed_from_step
+                                                for name, (folder, _) in runs.items()})
+    return fits
+
+
+def print_plan(run, runs: Mapping[str, tuple[str, Sequence]], papers, encoder) -> None:
+    """At ``paper``: every input with its size and each training run's steps and estimated GPU time (tokens per
+    text measured with ``encoder``), before any training (prints nothing at smoke and real). The leaderboard
+    seeds train as many triplets."""
+    p = run.p
+    run.data.plan([plan_run(f"{folder} (seed {run_seed})", examples, papers, encoder, p.epochs,
+                            p.batch_size * p.accumulation_steps, seed=p.seed)
+                   for folder, examples in runs.values()
+                   for run_seed in leaderboard_seeds(p.seed, p.leaderboard_seeds)])
+
+
+def page_names(training: TrainingSet) -> dict[str, str]:
+    """SPECTER's two runs → their names on the page (labelled when the training data overlap SciDocs)."""
+    return {"SPECTER": f"SPECTER{training.leak_label}",
+            "SPECTER(Undirected)": f"SPECTER(Undirected) on the triplets' citations{training.leak_label}"}
+
+
+def specter_runs(training: TrainingSet, undirected: UndirectedSet) -> dict[str, tuple[str, list]]:
+    """Page name → (run folder, triplets) of the chapter's two models, trained on the same query papers."""
+    names = page_names(training)
+    return {names["SPECTER"]: ("SPECTER", training.examples),
+            names["SPECTER(Undirected)"]: ("SPECTER(Undirected)", undirected.triplets)}
+
+
+def retrainer(run, training: TrainingSet, undirected: UndirectedSet, runs: Mapping[str, tuple[str, Sequence]]):
+    """``retrain(name, seed) -> encoder`` for :func:`seed_rows`: SPECTER on the same triplets with another training
+    seed, SPECTER(Undirected) on triplets sampled again with that seed (the run folder ``"<run> seed <seed>"``)."""
+    from sdr.samplers import undirected_triplets
+
+    config = train_config(run.p)
+
+    def retrain(name: str, seed: int):
+        folder, examples = runs[name]
+        if folder == "SPECTER(Undirected)":
+            examples = undirected_triplets(undirected.citations, candidates=sorted(training.papers),
+                                           query_ids=training.queries, seed=seed, progress=False, verbose=False)[0]
+        fit = _fit_on_triplets(run, f"{name} seed {seed}", examples, training.papers, replace(config, seed=seed),
+                               f"{folder} seed {seed}", probe=0)
+        return fit.encoder
+
+    return retrain
+
+
+def released_encoders(run) -> dict:
+    """The released checkpoints the profile scores (``released_checkpoints``), loaded as their papers read them."""
+    p = run.p
+    return {f"{name} (released checkpoint)": run.encoder(name=name, pooling="cls", max_length=p.released_max_length,
+                                                         num_layers=p.released_layers)
+            for name in p.released_checkpoints}
+
+
+# ------------------------------------------------------------------------------------------------- SciDocs
+def scidocs_table(run, inputs, models: Mapping) -> pd.DataFrame:
+    """Every model (encoder) scored on SciDocs (the book's evaluator, official metrics × 100) with the ids that
+    had no embedding; a replica names every paper its tasks use, so a missing embedding there raises."""
+    from sdr.evaluate import scidocs
+
+    papers = scidocs.read_papers(inputs.scidocs.path)
+    ours = pd.DataFrame({name: scidocs_scores(encoder, papers, inputs.scidocs.path, run.p.recommendations)
+                         for name, encoder in models.items()}).T
+    if not inputs.scidocs.real and (ours["missing embeddings"] != 0).any():
+        raise ChapterCheckFailed(f"the SciDocs replica's metadata must name every paper: {ours['missing embeddings']}")
+    scores = ours[METRIC_COLUMNS[:-1]].fillna(0)
+    if not ((scores >= 0) & (scores <= 100)).all().all():
+        raise ChapterCheckFailed(f"SciDocs scores outside [0, 100]:\n{scores}")
+    return ours
+
+
+def gains_over_untrained(run, ours: pd.DataFrame, names: Sequence[str]) -> dict[str, float]:
+    """Each trained model's mean of the 8 proximity metrics minus the untrained encoder's (× 100), glued for the
+    prose as ``<chapter>_gain_<i>``."""
+    untrained = proximity_mean(ours.loc["untrained encoder"])
+    gains = {name: proximity_mean(ours.loc[name]) - untrained for name in names}
+    for number, gain in enumerate(gains.values()):
+        run.glue(f"gain_{number}", f"{gain:+.2f}")
+    return gains
+
+
+def papers_next_to_ours(run, ours: pd.DataFrame, paper_models: Sequence[str]) -> pd.DataFrame:
+    """The paper rows of ``data/paper_tables/scidocs.csv`` named ``paper_models`` above our rows, on the twelve
+    SciDocs metrics and their average (every paper row must be found)."""
+    paper = book.read_paper_table("scidocs")
+    paper = paper[paper["model"].isin(paper_models)]
+    ours_label = f"this book ({run.profile})"
+    comparison = book.paper_vs_ours(ours, paper, METRIC_COLUMNS, label=ours_label)
+    if not set(paper["model"]) <= set(comparison.loc[comparison["reported by"] != ours_label, "model"]):
+        raise ChapterCheckFailed(f"paper rows missing from the comparison: {sorted(paper['model'])}")
+    return comparison
+
+
+def check_released(run, inputs, ours: pd.DataFrame) -> list[str]:
+    """Each released checkpoint's SciDocs average against its SciNCL Table 1 row: within
+    :data:`PUBLISHED_TOLERANCE` when the SciDocs files are the released ones (the registry's digests), else
+    reported and not checked. Returns the lines printed."""
+    from sdr import datasets
+
+    table1 = book.read_paper_table("scidocs").query("source == 'SciNCL'")
+    checked = inputs.scidocs.official and not datasets.dry_run()
+    lines = []
+    for name in run.p.released_checkpoints:
+        row = ours.loc[f"{name} (released checkpoint)"]
+        difference = published_difference(row, table1, RELEASED_CHECKPOINTS[name])
+        lines.append(f"{name}: SciDocs avg {row['avg']:.2f}, {difference:+.2f} from SciNCL Table 1's "
+                     f"{RELEASED_CHECKPOINTS[name]} row; {int(row['missing embeddings']):,} ids without an "
+                     "embedding" + ("" if checked else " (not checked: the SciDocs files are not the released ones)"))
+        if checked and abs(difference) > PUBLISHED_TOLERANCE:
+            raise ChapterCheckFailed(f"{name}: {difference:+.2f} from the published SciDocs average, more than "
+                                     f"{PUBLISHED_TOLERANCE}")
+    print("\n".join(lines))
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------- CSFCube
+@dataclass
+class CSFCubeScores:
+    """A CSFCube table (system, facet) × metric and the evaluator's per-system output with per-query scores."""
+
+    table: pd.DataFrame
+    results: dict
+    sources: list[str]
+    scored: list[str]
+
+
+def csfcube_table(run, inputs, models: Mapping, names: Mapping[str, str], released: Sequence[str]) -> CSFCubeScores:
+    """Score ``models`` on CSFCube's test split (every facet; L2 ranking, the official SPECTER protocol) at the
+    Benchmarks chapter's input length (``csfcube_max_length``; released checkpoints at most theirs). On real
+    CSFCube only the models ``csfcube_models`` names are scored (thousands of papers per model) and the official
+    SPECTER rankings come first, which must score the published MAP 34.23 and NDCG%20 53.28 on the released bytes;
+    on a replica every model is. ``names`` maps the run names ``csfcube_models`` lists to the page's names."""
+    p = run.p
+    chosen = [names.get(n, n) for n in p.csfcube_models] or [n for n in models if n not in released]
+    scored = {name: models[name] for name in chosen} if inputs.csfcube.real else \
+        {name: model for name, model in models.items() if name not in released}
+    scored.update({name: models[name] for name in released})
+    for name, encoder in scored.items():
+        encoder.max_length = min(p.csfcube_max_length, p.released_max_length) if name in released \
+            else p.csfcube_max_length
+    table, results = csfcube_scores(scored, inputs.csfcube.path, official_specter=inputs.csfcube.real,
+                                    return_results=True)
+    if set(table.index.get_level_values("facet")) != {"background", "method", "result", "all"}:
+        raise ChapterCheckFailed(f"CSFCube facets: {sorted(set(table.index.get_level_values('facet')))}")
+    if not ((table >= 0) & (table <= 100)).all().all():
+        raise ChapterCheckFailed(f"CSFCube scores outside [0, 100]:\n{table}")
+    if inputs.csfcube.official:  # the released bytes (the registry's digests): the published SPECTER numbers
+        official = table.loc[("SPECTER (official rankings)", "all")]
+        if not (round(official["MAP"], 2) == 34.23 and round(official["NDCG%20"], 2) == 53.28):
+            raise ChapterCheckFailed(f"the official SPECTER rankings score {official.to_dict()}, not the published "
+                                     "MAP 34.23 / NDCG%20 53.28")
+    sources = [*run.data.sources, f"CSFCube inputs cut at {p.csfcube_max_length} tokens"]
+    return CSFCubeScores(table, results, sources, list(scored))
+
+
+# ------------------------------------------------------------------------------------------------- seeds
+@dataclass
+class SeedRows:
+    """The leaderboard models' CSFCube rows (one per model and seed) and the page's mean ± σ view of them."""
+
+    rows: list[dict]
+    table: pd.DataFrame
+    models: list[str]
+    seeds: list[int]
+    budget: dict = field(default_factory=dict)
+
+
+def seed_rows(run, inputs, csfcube: CSFCubeScores, fits: Mapping[str, Fit], retrain, paper_model: Mapping,
+              pooling: str = "cls") -> SeedRows:
+    """The leaderboard models (the trained models scored on CSFCube) trained again with the next seeds
+    (``leaderboard_seeds`` in all) and scored on CSFCube at the same length; one leaderboard row per model and
+    seed, each compared with the Benchmarks chapter's untrained encoder read the same way.
+
+    ``retrain(name, seed) -> encoder`` trains one more seed of a leaderboard model (its own sampling with that
+    seed where the method samples)."""
+    p = run.p
+    seeds = leaderboard_seeds(p.seed, p.leaderboard_seeds)
+    models = [name for name in csfcube.scored if name in fits]
+    runs = {(name, p.seed): csfcube.results[name] for name in models}
+    for run_seed in seeds[1:]:
+        for name in models:
+            encoder = retrain(name, run_seed)
+            encoder.max_length = p.csfcube_max_length
+            _, results = csfcube_scores({name: encoder}, inputs.csfcube.path, official_specter=False,
+                                        return_results=True)
+            runs[(name, run_seed)] = results[name]
+            del encoder
+    base_model = book.base_model_label(p.model_name, p.model_layers)
+    reference = book.untrained_reference(p.model_name, p.model_layers, pooling)
+    budget = {name: training_budget(p.epochs, fits[name].steps, p.batch_size * p.accumulation_steps)
+              for name in models}
+    rows = [csfcube_leaderboard_row(name, result, inputs.csfcube.path, data=inputs.csfcube.kind,
+                                    base_model=base_model, training=budget[name], input_tokens=p.csfcube_max_length,
+                                    seed=run_seed, reference=reference, paper_model=paper_model.get(name))
+            for (name, run_seed), result in runs.items()]
+    untrained = (book.csfcube_per_query(csfcube.results["untrained encoder"], inputs.csfcube.path)[0]
+                 if "untrained encoder" in csfcube.results else None)
+    table = seed_spread(rows, untrained)
+    if not (table["seeds"].str.count(",") + 1 == len(seeds)).all():
+        raise ChapterCheckFailed(f"a leaderboard model lacks a seed of {seeds}:\n{table}")
+    not_ranked = [name for name in fits if name not in models]
+    if not_ranked:
+        from IPython.display import Markdown, display
+
+        display(Markdown(f"**Not on CSFCube at `{run.profile}`** (`csfcube_models`; profiles.yml says why): "
+                         f"{', '.join(not_ranked)} trained with seed {p.seed} only and scored on SciDocs only, not "
+                         f"on CSFCube nor on the leaderboard; {', '.join(models)} trained with {len(seeds)} seed(s)."))
+    print(f"seeds {seeds}; CSFCube test, MAP over all facets (× 100), inputs cut at {p.csfcube_max_length} tokens")
+    return SeedRows(rows, table, models, seeds, budget)
+
+
+def leaderboard(run, inputs, ours: pd.DataFrame, csfcube: CSFCubeScores, seeds: SeedRows, fits: Mapping[str, Fit],
+                released: Sequence[str], paper_model: Mapping) -> list[dict]:
+    """The Summary page's rows of this chapter: the CSFCube rows of the seeds (one per leaderboard model and seed),
+    the released checkpoints' CSFCube rows, and the SciDocs rows of the trained models and released checkpoints
+    (SciDocs' average needs all 12 metrics, so only with ``recommendations``). The untrained encoder's rows are
+    the Benchmarks chapter's."""
+    p = run.p
+    base_model = book.base_model_label(p.model_name, p.model_layers)
+
+    def budget(name):
+        if name in released:
+            return "external: released checkpoint"
+        return training_budget(p.epochs, fits[name].steps, p.batch_size * p.accumulation_steps)
+
+    rows = seeds.rows + [csfcube_leaderboard_row(
+        name, csfcube.results[name], inputs.csfcube.path, data=inputs.csfcube.kind, base_model="SciBERT",
+        training=budget(name), input_tokens=min(p.csfcube_max_length, p.released_max_length),
+        paper_model=paper_model.get(name)) for name in released]
+    scidocs_models = [name for name in ours.index if name != "untrained encoder" and not math.isnan(ours.loc[name, "avg"])]
+    rows += [book.leaderboard_row(
+        name, "scidocs", ours.loc[name, METRIC_COLUMNS].dropna().to_dict(), data=inputs.scidocs.kind,
+        base_model="SciBERT" if name in released else base_model, training=budget(name),
+        paper_model=paper_model.get(name), input_tokens=p.released_max_length if name in released else p.max_length,
+        seed=None if name in released else p.seed) for name in scidocs_models]
+    expected = len(seeds.models) * len(seeds.seeds) + len(released) + len(scidocs_models)
+    if len(rows) != expected:
+        raise ChapterCheckFailed(f"{len(rows)} leaderboard rows, expected {expected}")
+    return rows
+
+
+def findings(seeds: SeedRows, inputs, csfcube_max_length: int, seed: int) -> list[str]:
+    """One line per leaderboard model: its CSFCube MAP (mean ± σ over seeds) and its difference from the untrained
+    encoder with the paired interval, when the untrained encoder was scored on the page."""
+    lines = []
+    for name, line in seeds.table.iterrows():
+        spread = (f" ± {line['MAP σ']:.2f} over seeds {line['seeds']}" if len(seeds.seeds) > 1
+                  else f" (seed {seed})")
+        versus = (f"; {line['Δ vs untrained (this page)']:+.2f} [{line['95 % low']:+.2f}, {line['95 % high']:+.2f}] "
+                  "from the untrained encoder scored here" if "95 % low" in line else "")
+        lines.append(f"- {name}: CSFCube MAP (all facets, × 100, {inputs.csfcube.kind}, {csfcube_max_length} "
+                     f"tokens) {line['MAP mean']:.2f}{spread}{versus}.")
+    return lines
+
+
+
+# ------------------------------------------------------------------------------------------------- the page's record
+def store(run, inputs, training: TrainingSet, undirected: UndirectedSet, runs: Mapping, fits: Mapping[str, Fit],
+          ours: pd.DataFrame, comparison: pd.DataFrame, csfcube: CSFCubeScores, seeds: SeedRows, rows: list[dict],
+          gains: Mapping[str, float]):
+    """The SPECTER chapter's record in the results store: its tables, its leaderboard rows, and what the Summary
+    and the status page read (steps, seeds, gains, where training resumed, leakage, missing embeddings)."""
+    tables = {"SciDocs (ours)": ours.drop(columns="missing embeddings").round(2), "paper vs ours": comparison.round(2),
+              "sampling": undirected.sampling_table(training.examples),
+              "leakage": training.leakage.drop(columns="examples").round(3),
+              "CSFCube test": csfcube.table.round(2).reset_index(), "CSFCube seeds": seeds.table.round(3).reset_index()}
+    extra = {"steps": min(fits[name].steps for name in runs), "leaderboard": rows, "leaderboard_seeds": seeds.seeds,
+             "resumed_from_step": {folder: int(fits[name].result.resumed_from_step)
+                                   for name, (folder, _) in runs.items()},
+             "gains": dict(gains), "with_leakage": training.with_leakage,
+             "missing embeddings": ours["missing embeddings"].to_dict()}
+    return run.save(tables, extra, sources=csfcube.sources + run.data.model_sources)
+
+
+def specter_findings(run, inputs, training: TrainingSet, ours: pd.DataFrame, gains: Mapping[str, float],
+                     seeds: SeedRows) -> str:
+    """What to take from this run, each line computed from its numbers (the papers' from the paper tables)."""
+    names = page_names(training)
+    paper = book.read_paper_table("scidocs").set_index("model")["avg"]
+    lines = [f"- Training on citations moved the proximity mean by "
+             f"{', '.join(f'{g:+.2f} ({n})' for n, g in gains.items())} over the untrained encoder on the "
+             f"{inputs.scidocs.kind} SciDocs.",
+             f"- The undirected variant minus SPECTER: "
+             f"{gains[names['SPECTER(Undirected)']] - gains[names['SPECTER']]:+.2f} (the thesis: SPECTER(Undirected) "
+             f"{paper['SPECTER(Undirected)']:.2f} vs SPECTER w/o leakage {paper['SPECTER (random S2ORC w/o leakage)']:.1f}, "
+             "both averages).",
+             f"- {training.leakage_line()}"]
+    lines += findings(seeds, inputs, run.p.csfcube_max_length, run.p.seed)
+    lines += [f"- {name}: SciDocs avg {ours.loc[f'{name} (released checkpoint)', 'avg']:.2f}."
+              for name in run.p.released_checkpoints]
+    return "\n".join(lines)

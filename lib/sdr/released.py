@@ -1,0 +1,265 @@
+"""The papers' released models on the papers' benchmarks, scored by inference before any training (issue 32).
+
+A chapter at ``paper`` first checks that the book's evaluators and data give the papers' numbers for the papers'
+own models. Each check is a :class:`ReleasedCheck` — a released model, how the paper read it (pooling, input length,
+adapter or prompt), one benchmark, the paper table and row it is compared with, which metrics, and the tolerance
+(±0.3 where the paper's setup is reproduced exactly; ``None`` with the reason where it cannot be). The models are
+embedded through the same path as ``sdr evaluate all`` (:func:`sdr.evaluate.suite.evaluate_model`), with the
+embeddings cached on disk (:mod:`sdr.evaluate.cache`), so a rerun reads them back.
+
+:func:`shipped_specter_scidocs` scores SciDocs' shipped SPECTER embeddings (``specter-embeddings/cls.jsonl`` for
+MAG and MeSH, ``user-citation.jsonl`` for the proximity tasks, ``recomm.jsonl`` for recommendations: no model, no
+GPU) with the book's evaluator, against SPECTER's published SciDocs row.
+
+In the paper dry run the models are tiny random stand-ins and the benchmarks fixtures: the paper's numbers mean
+nothing there, so the expected values come from the mirror's ``released_expected.json``, computed when the mirror
+was written by an independent path (plain ``transformers`` forward and pooling, not :mod:`sdr.encoders`); the
+comparison and its assertion run exactly as at ``paper``, and a planted mismatch fails them.
+
+Shown in: every chapter at ``paper`` (its "Released models first" section) and the Benchmarks chapter's gathered
+table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from sdr.book.chapter import ChapterCheckFailed
+
+EXPECTED_FILE = "released_expected.json"
+"""The dry-run mirror's expected values: ``{"<model>|<benchmark>|<metric>": value}``."""
+
+
+@dataclass(frozen=True)
+class ReleasedCheck:
+    """A released model on one benchmark beside a paper's number.
+
+    Args:
+        model: the Hugging Face name of the released checkpoint.
+        benchmark: a benchmark of :data:`sdr.embed.BENCHMARKS` (``scidocs``, ``mdcr``, ``scirepeval``, ``csfcube``,
+            ``csabstruct`` …).
+        paper_table: ``data/paper_tables/<paper_table>.csv``; ``paper_model``: its row.
+        metrics: our metric name (:func:`flat_metrics`) → the paper table's column.
+        pooling, max_length: how the paper read a text with the model ([CLS] or mean, tokens).
+        tolerance: the largest difference from the paper that passes (the paper's own units); ``None`` keeps the
+            row unasserted, and ``unasserted_because`` says why (another data version, a setup the book cannot
+            reproduce exactly).
+        adapter: any adapter or prompt the paper used with the model (recorded on the row).
+    """
+
+    model: str
+    benchmark: str
+    paper_table: str
+    paper_model: str
+    metrics: Mapping[str, str]
+    pooling: str = "cls"
+    max_length: int = 512
+    tolerance: float | None = 0.3
+    unasserted_because: str = ""
+    adapter: str = ""
+    csfcube_queries: str = "abstract"
+
+    def __post_init__(self):
+        if self.tolerance is None and not self.unasserted_because:
+            raise ValueError(f"{self.model} on {self.benchmark}: an unasserted row says why (unasserted_because)")
+        if not self.metrics:
+            raise ValueError(f"{self.model} on {self.benchmark}: no metric to compare")
+
+
+def flat_metrics(benchmark: str, result: Mapping) -> dict[str, float]:
+    """An evaluator's output as ``{metric: value}`` in the paper tables' units: SciDocs' 12 metrics and ``avg``
+    (× 100), CSFCube's ``map_<facet>``/``ndcg%20_<facet>`` (× 100), MDCR's per-field and average MAP/Recall,
+    SciRepEval's aggregates, the sentence benchmarks' ``map@r`` and ``p@1`` (fractions)."""
+    from sdr import book
+
+    if benchmark == "scidocs":
+        return {k: v for k, v in book.scidocs_row(result).items() if not (isinstance(v, float) and math.isnan(v))}
+    if benchmark == "csfcube":
+        return book.csfcube_metrics(result)
+    if benchmark in ("csabstruct", "pubmed_rct"):
+        return book.csabstruct_metrics(result)
+    flat: dict[str, float] = {}
+
+    def walk(prefix: str, value) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(f"{prefix}{key}/" if prefix or not isinstance(item, Mapping) else f"{key}/", item)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            flat[prefix.rstrip("/")] = float(value)
+
+    walk("", result)
+    return flat
+
+
+def expected_values(checks: Iterable[ReleasedCheck], mirror: str | Path | None = None) -> dict[tuple, float]:
+    """``{(model, benchmark, metric): value}`` the checks compare with: the papers' (their tables), or, in the
+    paper dry run, the mirror's :data:`EXPECTED_FILE` (see the module docstring)."""
+    from sdr import book, datasets
+
+    checks = list(checks)
+    if datasets.dry_run():
+        root = Path(mirror) if mirror else datasets.data_root()
+        path = root / EXPECTED_FILE if root else None
+        if path is None or not path.exists():
+            raise FileNotFoundError(f"paper dry run: {path} (the stand-ins' expected values) is missing")
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        values = {}
+        for check in checks:
+            for metric in check.metrics:
+                key = f"{check.model}|{check.benchmark}|{metric}"
+                if key not in stored:
+                    raise KeyError(f"{path}: no expected value {key!r}")
+                values[(check.model, check.benchmark, metric)] = float(stored[key])
+        return values
+    values = {}
+    for check in checks:
+        table = book.read_paper_table(check.paper_table)
+        row = table[table["model"] == check.paper_model]
+        if len(row) != 1:
+            raise ValueError(f"data/paper_tables/{check.paper_table}.csv: {len(row)} rows named {check.paper_model!r}")
+        for metric, column in check.metrics.items():
+            values[(check.model, check.benchmark, metric)] = float(row[column].iloc[0])
+    return values
+
+
+def score_released(checks: Sequence[ReleasedCheck], data_dirs: Mapping[str, str | Path], *, device: str = "auto",
+                   batch_size: int = 32, cache: bool | str | Path = True, load_as: Mapping[str, str] | None = None
+                   ) -> pd.DataFrame:
+    """Embed each released model once per (pooling, input length) on the benchmarks its checks name, score them
+    (``sdr evaluate all``'s path, cached) and return one row per (model, benchmark, metric): ours, the paper's (or
+    the dry run's expected value), the difference, the tolerance and whether it holds, with the reading settings.
+
+    ``load_as`` maps a model name to the folder it loads from (``ChapterData.model``: a stand-in in the dry run)."""
+    from sdr.evaluate import suite
+
+    load_as = dict(load_as or {})
+    expected = expected_values(checks)
+    groups: dict[tuple, list[ReleasedCheck]] = {}
+    for check in checks:
+        groups.setdefault((check.model, check.pooling, check.max_length, check.csfcube_queries), []).append(check)
+    rows = []
+    for (model, pooling, max_length, queries), group in groups.items():
+        benchmarks = list(dict.fromkeys(check.benchmark for check in group))
+        outcome = suite.evaluate_model(load_as.get(model, model), benchmarks,
+                                       {b: data_dirs[b] for b in benchmarks if b in data_dirs},
+                                       max_length=max_length, pooling=pooling, device=device, batch_size=batch_size,
+                                       csfcube_queries=queries, cache=cache)
+        for check in group:
+            ours = flat_metrics(check.benchmark, outcome["benchmarks"][check.benchmark]["result"])
+            for metric, column in check.metrics.items():
+                if metric not in ours:
+                    raise KeyError(f"{model} on {check.benchmark}: the evaluator gave no {metric!r}; it has "
+                                   f"{sorted(ours)[:12]}")
+                paper = expected[(model, check.benchmark, metric)]
+                difference = ours[metric] - paper
+                rows.append({"model": model, "benchmark": check.benchmark, "metric": metric, "ours": ours[metric],
+                             "paper": paper, "difference": difference, "tolerance": check.tolerance,
+                             "holds": None if check.tolerance is None else bool(abs(difference) <= check.tolerance),
+                             "paper row": f"{check.paper_table}: {check.paper_model} ({column})",
+                             "pooling": pooling, "input tokens": max_length, "adapter or prompt": check.adapter or "—",
+                             "cached": check.benchmark in outcome.get("cached", []),
+                             "why unasserted": check.unasserted_because})
+    return pd.DataFrame(rows)
+
+
+def assert_released(table: pd.DataFrame) -> None:
+    """Raise :class:`ChapterCheckFailed` naming every asserted row outside its tolerance."""
+    failed = table[table["holds"] == False]  # noqa: E712 - None (unasserted) is not a failure
+    if len(failed):
+        lines = [f"{r.model} on {r.benchmark}, {r.metric}: ours {r.ours:.2f}, paper {r.paper:.2f} "
+                 f"({r.difference:+.2f}, tolerance ±{r.tolerance})" for r in failed.itertuples()]
+        raise ChapterCheckFailed("released models off the papers' numbers:\n  " + "\n  ".join(lines))
+
+
+# ------------------------------------------------------------------------------------ SciDocs' shipped embeddings
+SHIPPED = {"classification": "specter-embeddings/cls.jsonl", "proximity": "specter-embeddings/user-citation.jsonl",
+           "recommendations": "specter-embeddings/recomm.jsonl"}
+"""SciDocs' shipped SPECTER embeddings, one file per group of tasks (the SciDocs README's three paths)."""
+
+
+@dataclass
+class ShippedScores:
+    table: pd.DataFrame
+    metrics: dict = field(default_factory=dict)
+
+
+def shipped_specter_scidocs(scidocs_dir: str | Path, recomm_tolerance: float = 0.3) -> ShippedScores:
+    """SciDocs' shipped SPECTER embeddings scored by the book's SciDocs evaluator beside SPECTER's published row
+    (SciNCL Table 1, quoted from Cohan et al. 2020; in the dry run the mirror's expected values): the ten
+    classification and proximity metrics must be equal at the paper's rounding (one decimal), recommendations
+    within ``recomm_tolerance`` (its ranker trains with PyTorch, which the SciDocs README says does not reproduce
+    exactly)."""
+    from sdr import book
+    from sdr.evaluate import scidocs
+
+    folder = Path(scidocs_dir)
+    missing = [p for p in SHIPPED.values() if not (folder / p).exists()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: SciDocs' shipped embeddings {missing} are missing "
+                                "(sdr data fetch scidocs fetches them)")
+    classification = scidocs.evaluate(folder, folder / SHIPPED["classification"], recomm=False, progress=False)
+    proximity = scidocs.evaluate(folder, folder / SHIPPED["proximity"], recomm=False, progress=False)
+    metrics = {task: classification[task] for task in scidocs.CLASSIFICATION_TASKS}
+    metrics.update({task: proximity[task] for task in scidocs.PROXIMITY_TASKS})
+    if scidocs.ScidocsPaths(folder).has_recomm():
+        metrics["recomm"] = scidocs.evaluate(folder, folder / SHIPPED["proximity"], recomm=True, progress=False,
+                                             recomm_embeddings=folder / SHIPPED["recommendations"])["recomm"]
+    ours = book.scidocs_row(metrics)
+    check = ReleasedCheck("SciDocs' shipped SPECTER embeddings", "scidocs", "scidocs", "SPECTER",
+                          {k: k for k in ours}, tolerance=0.05)
+    expected = expected_values([check])
+    rows = []
+    for metric, value in ours.items():
+        if isinstance(value, float) and math.isnan(value):
+            continue
+        paper = expected[(check.model, "scidocs", metric)]
+        recomm = metric.startswith("recomm") or metric == "avg"
+        rounded = round(value, 1)
+        holds = abs(value - paper) <= recomm_tolerance if recomm else rounded == round(paper, 1)
+        rows.append({"metric": metric, "ours": value, "ours, paper's rounding": rounded, "paper": paper,
+                     "difference": value - paper, "check": f"within ±{recomm_tolerance}" if recomm
+                     else "equal at one decimal", "holds": bool(holds)})
+    table = pd.DataFrame(rows)
+    failed = table[~table["holds"]]
+    if len(failed):
+        raise ChapterCheckFailed("SciDocs' shipped SPECTER embeddings do not score SPECTER's published row: "
+                                 + ", ".join(f"{r.metric} {r.ours:.2f} vs {r.paper}" for r in failed.itertuples()))
+    return ShippedScores(table, metrics)
+
+
+# ------------------------------------------------------------------------------------ the dry run's expected values
+def plain_embeddings(folder: str | Path, texts: Mapping[str, str], pooling: str, max_length: int,
+                     batch_size: int = 16) -> dict:
+    """Vectors of ``texts`` by a plain ``transformers`` forward (``AutoTokenizer`` + ``AutoModel``, float32, CPU),
+    pooled by hand ([CLS]: the first token's hidden state; mean: the attention-masked mean): the independent
+    computation the dry run's expected values come from, so the released-model checks compare the book's encoding
+    path (:mod:`sdr.encoders`: chunking, packing, truncation, special tokens) with a plain one."""
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModel.from_pretrained(str(folder)).eval()
+    ids = list(texts)
+    vectors = {}
+    with torch.no_grad():
+        for start in range(0, len(ids), batch_size):
+            chunk = ids[start:start + batch_size]
+            batch = tokenizer([texts[i] for i in chunk], padding=True, truncation=True, max_length=max_length,
+                              return_tensors="pt")
+            hidden = model(**batch).last_hidden_state
+            if pooling == "cls":
+                pooled = hidden[:, 0]
+            elif pooling == "mean":
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+            else:
+                raise ValueError(f"plain_embeddings: pooling must be 'cls' or 'mean', got {pooling!r}")
+            vectors.update(zip(chunk, pooled.float().numpy().astype(np.float32)))
+    return vectors

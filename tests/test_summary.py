@@ -1,0 +1,118 @@
+"""The Summary page's steps (``sdr.book.summary``) on a scratch results store: what each chapter stored, the
+leaderboards and their checks, the intervals' sentences, and every stored table with its heatmap."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib
+import pandas as pd
+import pytest
+
+from sdr import book
+from sdr.book import ChapterCheckFailed, summary
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture
+def results_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "results"))
+    return tmp_path / "results"
+
+
+def _run(profile: str = "real"):
+    return SimpleNamespace(chapter="summary", profile=profile)
+
+
+def _row(method, value, *, training="1 epoch", base_model="all-MiniLM-L6-v2", tokens=48, seed=None,
+         per_query=None, reference=None):
+    return book.leaderboard_row(method, "csabstruct", {"map@r": value, "p@1": value}, data="real",
+                                base_model=base_model, training=training, input_tokens=tokens, seed=seed,
+                                per_query=per_query, reference=reference)
+
+
+def _paper_vs_ours() -> pd.DataFrame:
+    return pd.DataFrame({"reported by": ["SciToricsBERT Table 4", "this book (real)"], "model": ["BERT avg.", "ours"],
+                         "csabstruct_p@1": [0.553, 0.5]})
+
+
+def _store_every_chapter(rows_of: dict, tables_of: dict | None = None, profile: str = "real") -> None:
+    for name in book.chapter_names():
+        if name != "summary":
+            book.save_results(name, profile, (tables_of or {}).get(name, {}), [f"{name} data", "CSAbstruct"],
+                              extra={"leaderboard": rows_of.get(name, [])})
+
+
+def test_the_stored_table_names_every_chapter_and_what_it_stored(results_store):
+    book.save_results("benchmarks", "real", {"t": _paper_vs_ours()}, ["CSAbstruct"],
+                      extra={"leaderboard": [_row("BM25", 0.2, training="none")]})
+    stored = summary.stored_chapters(_run())
+    assert stored.expected == [name for name in book.chapter_names() if name != "summary"]
+    assert stored.table.loc["benchmarks", ["stored", "tables", "leaderboard rows"]].tolist() == [True, 1, 1]
+    assert stored.missing == stored.expected[1:]
+    assert "results store: results/" in stored.show().to_html()
+    with pytest.raises(ChapterCheckFailed, match=r"chapters without stored results at real: \['specter'"):
+        summary.show_every_table(_run(), stored)
+
+
+def test_every_paper_vs_ours_table_gets_its_heatmap(results_store):
+    _store_every_chapter({}, {"benchmarks": {"sentences": _paper_vs_ours(), "plain": pd.DataFrame({"a": [1.0]})},
+                              "scincl": {"table 1": _paper_vs_ours()}})
+    counts = summary.show_every_table(_run(), summary.stored_chapters(_run()))
+    assert counts == {"paper-vs-ours tables": 2, "heatmaps": 2}
+    _store_every_chapter({}, {"benchmarks": {"plain": pd.DataFrame({"a": [1.0]})}}, profile="smoke")
+    with pytest.raises(ChapterCheckFailed, match="0 heatmaps drawn for 0 paper-vs-ours tables"):
+        summary.show_every_table(_run("smoke"), summary.stored_chapters(_run("smoke")))
+
+
+def _seeded(method, values, reference, per_query_of):
+    return [_row(method, value, seed=seed, per_query=per_query_of(value), reference=reference)
+            for seed, value in enumerate(values)]
+
+
+def test_leaderboards_and_what_their_intervals_say(results_store, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda item: shown.append(getattr(item, "data", item)))
+    queries = [str(i) for i in range(40)]
+    untrained = _row("untrained · cls", 0.2, training="none", per_query={q: 0.2 for q in queries})
+    better = _seeded("SciNCL", [0.3, 0.31, 0.29], "untrained · cls", lambda v: {q: v for q in queries})
+    noisy = _seeded("SPECTER", [0.2, 0.21, 0.19], "untrained · cls",
+                    lambda v: {q: (v + 0.15 if int(q) % 2 else v - 0.15) for q in queries})
+    _store_every_chapter({"benchmarks": [untrained], "scincl": better, "specter": noisy})
+    boards = summary.leaderboards(_run(), summary.stored_chapters(_run()))
+    assert list(boards) == ["csabstruct"]  # no CSFCube rows stored
+    board = boards["csabstruct"]
+    assert board.headline["method"].tolist()[0] == "SciNCL" and board.lengths == [48]
+    assert board.caption("real").startswith("CSAbstruct sentences (fractions") and "CSAbstruct" in board.sources
+    lines = summary.interval_findings(boards)
+    assert lines == ["**CSAbstruct sentences.** Of 2 trained rows compared with their untrained encoder, 1 are above "
+                     "it with an interval that excludes 0 (SciNCL), 0 below it (none), and 1 within noise (SPECTER)."]
+    assert shown == lines
+    summary.show_leaderboard(_run(), boards, "csfcube")
+    assert shown[-2:] == ["### CSFCube test", "*No chapter has stored real-data CSFCube test rows at the `real` "
+                                              "profile yet.*"]
+
+
+@pytest.mark.parametrize("rows, profile, message", [
+    ([_row("A", 0.3), _row("B", 0.3, base_model="SciBERT")], "smoke", "start from several base models"),
+    ([_row("A", 0.3), _row("B", 0.3, tokens=64)], "smoke", "rows read different input lengths"),
+    ([_row("A", 0.3, training="none"), _row("B", 0.3, tokens=None, training="none")], "real", "without their input length"),
+    ([_row("A", 0.3, seed=0)], "real", "fewer than 3 seeds"),
+])
+def test_a_leaderboard_that_compares_unlike_rows_fails(results_store, rows, profile, message):
+    _store_every_chapter({"scincl": rows}, profile=profile)
+    with pytest.raises(ChapterCheckFailed, match=message):
+        summary.leaderboards(_run(profile), summary.stored_chapters(_run(profile)))
+
+
+def test_the_summary_run_loads_no_model(tmp_path):
+    """At ``paper`` a chapter's run checks (or downloads) ``model_name`` before anything runs; the Summary loads no
+    model, so its run must not ask for one."""
+    namespace = {"profile": "smoke", "use_real_data": False, "model_name": "minilm", "model_layers": 2,
+                 "device": "auto", "seed": 0}
+    assert book.ChapterRun("summary", namespace).data.models == ("minilm",)
+    run = book.ChapterRun("summary", namespace, loads_model=False)
+    assert run.data.models == () and run.profile == "smoke" and run.caption() == "Profile: smoke · Data: none"
