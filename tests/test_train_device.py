@@ -437,6 +437,20 @@ def test_in_a_process_group_the_step_runs_through_ddp_and_changes_no_number(
     assert len(torch.load(tmp_path / "checkpoint.pt", weights_only=True)["rng"]) == 1
 
 
+def test_out_of_memory_in_a_process_group_is_raised_with_what_to_set(fresh_tiny_encoder, one_process_group):
+    """One process cannot rerun a step in smaller chunks while the others wait in its all-reduce: in a process
+    group an out-of-memory error ends training, saying which settings make the step fit."""
+    encoder = fresh_tiny_encoder()
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    encoder._pool = out_of_memory
+    with pytest.raises(torch.OutOfMemoryError, match=r"recompute_chunks=True\) or a smaller chunk_tokens"):
+        train(encoder, TRIPLETS, TripletObjective(TEXTS), _config(checkpoint_every=0))
+    assert encoder.chunk_tokens == 0 and not encoder.recompute_chunks  # nothing shrunk, settings restored
+
+
 def test_the_ddp_wrapper_ignores_the_pooler_and_sums(fresh_tiny_encoder, one_process_group):
     """What DDP is told: the encoder's pooler (no forward reaches it) is ignored rather than searched for each
     step, buffers are not re-broadcast before every forward, and the hook sums (DDP's default averages over

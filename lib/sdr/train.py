@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import random
 import shutil
 import warnings
 from collections.abc import Callable, Sequence
@@ -70,9 +69,10 @@ from sdr.distributed import world as _world
 from sdr.encoders import DevicePlan, Encoder, device_plan  # noqa: F401  (device_plan: sdr.train's API too)
 from sdr.launch import RunSpecWritten, hand_over, read_run_spec, train_run, write_run_spec  # noqa: F401
 from sdr.objectives import ContrastiveObjective, TripletObjective, evaluate_loss  # noqa: F401
-
-SCHEDULES = ("linear", "cosine", "slanted_triangular", "constant")
-
+from sdr.schedule import SCHEDULES, make_schedule, seed_everything  # noqa: F401  (sdr.train's API too)
+from sdr.schedule import batches as _batches  # noqa: F401  (the benchmarks use it)
+from sdr.schedule import epoch_batches as _epoch_batches
+from sdr.schedule import step_calls as _calls
 
 @dataclass
 class TrainConfig:
@@ -162,55 +162,6 @@ class StopTraining(Exception):
     """Raised by a callback to interrupt training (tests use it to simulate a killed run)."""
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
-
-
-def make_schedule(optimizer, schedule: str, total_steps: int, warmup_steps: int):
-    """Learning-rate multiplier per optimizer step."""
-    total_steps = max(total_steps, 1)
-
-    def factor(step: int) -> float:
-        if schedule == "constant":
-            return 1.0
-        if step < warmup_steps:
-            return (step + 1) / max(warmup_steps, 1)
-        progress = (step - warmup_steps) / max(total_steps - warmup_steps, 1)
-        if schedule == "cosine":
-            return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
-        if schedule == "slanted_triangular":  # Howard & Ruder 2018: ratio 32 between peak and floor
-            return max(1.0 - progress, 0.0) * (1 - 1 / 32) + 1 / 32
-        return max(1.0 - progress, 0.0)
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
-def _batches(n_examples: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
-    """The epoch's shuffled batches, a pure function of (seed, epoch) so a resumed run sees the same."""
-    order = np.random.default_rng([seed, epoch]).permutation(n_examples)
-    return [order[i:i + batch_size] for i in range(0, n_examples, batch_size)]
-
-
-def _epoch_batches(n_examples: int, config: TrainConfig, batch_sampler: Callable | None,
-                   epoch: int) -> list[np.ndarray]:
-    """The epoch's micro-batches: the default shuffle, or ``batch_sampler(n_examples, seed, epoch)``."""
-    if batch_sampler is None:
-        return _batches(n_examples, config.batch_size, config.seed, epoch)
-    batches = [np.asarray(batch, dtype=np.int64).reshape(-1)
-               for batch in batch_sampler(n_examples, config.seed, epoch)]
-    if not batches:
-        raise ValueError(f"batch_sampler gave no batches for epoch {epoch} of {n_examples} examples")
-    for number, batch in enumerate(batches):
-        if batch.size == 0 or batch.min() < 0 or batch.max() >= n_examples:
-            raise ValueError(f"batch_sampler: epoch {epoch}, batch {number} is {batch.tolist()[:10]}; "
-                             f"expected a non-empty list of example indices in 0..{n_examples - 1}")
-    return batches
-
-
 def _trainable_parameters(encoder: Encoder, objective_module: nn.Module | None,
                           bitfit: bool) -> list[tuple[str, nn.Parameter]]:
     """(name, parameter) of everything the optimizer updates: the encoder's (only its biases with
@@ -228,23 +179,6 @@ def _use_device(device: torch.device) -> None:
     open a context on GPU 0 from every process of a multi-GPU run."""
     if device.type == "cuda":
         torch.cuda.set_device(device)
-
-
-def _calls(group: list[np.ndarray], example_wise: bool, rank: int, world: int) -> list[np.ndarray]:
-    """The objective calls of one optimizer step in this process.
-
-    An example-wise objective (its loss is the mean of per-example terms, like the triplet loss) is called
-    once on the whole step, so each distinct paper is encoded once per step and the encoder's
-    length-sorted chunks span the step; the gradient is the same as over the micro-batches. Other
-    objectives (in-batch negatives, PK losses) see exactly the sampled micro-batches. In data-parallel
-    training each process takes every ``world``-th example (example-wise) or micro-batch (otherwise).
-    """
-    if example_wise:
-        step = np.concatenate(group)
-        calls = [step[rank::world]] if world > 1 else [step]
-    else:
-        calls = group[rank::world] if world > 1 else group
-    return [batch for batch in calls if len(batch)]
 
 
 class Trainer:
