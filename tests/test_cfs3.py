@@ -698,3 +698,22 @@ def test_paper_table_states_no_phrase_count():
     row = table[(table["table"] == "§3.1") & (table["model"] == "Academic Phrasebank")].iloc[0]
     assert pd.isna(row["phrases"]) and row["labels_used"] == 80 and "no phrase count" in row["note"]
     assert cfs3.PAPER_COUNTS["phrases_original"] is None
+
+
+def test_chapter_phrases_checks_what_the_data_policy_reads():
+    """The CFS3 chapter's Step 1: the real Academic Phrasebank must give all 80 functions; a phrase replica (the
+    policy's stand-in, here the book's small phrase file) is read as it is."""
+    from types import SimpleNamespace
+
+    from sdr import book, cfs3
+
+    fixture = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "cfs3" / "phrases.tsv"
+    run = SimpleNamespace(p=SimpleNamespace(phrasebank_dir="", table_cells="combine"), add_source=lambda line: None)
+
+    def inputs(real):
+        return cfs3.ChapterInputs(SimpleNamespace(path=fixture, real=real, official=False), {}, None, None, None)
+
+    phrases = cfs3.chapter_phrases(run, inputs(real=False))
+    assert phrases.read == len(phrases.phrases) > 0 and len(phrases.phrases.label_names) < 80
+    with pytest.raises(book.ChapterCheckFailed, match="the Academic Phrasebank has 80 functions"):
+        cfs3.chapter_phrases(run, inputs(real=True))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -84,7 +85,8 @@ def test_paper_downloads_what_is_missing_then_stops_trying_when_offline(monkeypa
     put(upstream / "alpha")  # alpha downloadable; beta's URL fails (offline); gamma is not tried after that
     calls = []
     original = datasets.fetch_any
-    monkeypatch.setattr(datasets, "fetch_any", lambda d, **kw: calls.append(d.name) or original(d, **kw))
+    # ChapterData looks fetch_any up in sdr.datasets.policy, its module
+    monkeypatch.setattr(datasets.policy, "fetch_any", lambda d, **kw: calls.append(d.name) or original(d, **kw))
     with pytest.raises(PaperDataMissing) as caught:
         ChapterData("toychapter", "paper", progress=False)
     assert calls == ["alpha", "beta"]  # the first failed download stops further attempts
@@ -157,6 +159,12 @@ def test_every_chapter_declares_registry_datasets():
             assert datasets.fetch_command(name), (chapter, name)
 
 
+def test_lock_file_defaults_to_the_checkouts_data_folder(monkeypatch):
+    monkeypatch.delenv("SDR_DATA_LOCK", raising=False)
+    checkout = Path(__file__).resolve().parents[1]
+    assert datasets.lock_path() == checkout / "data" / "datasets.lock.json"
+
+
 def test_lock_pins_first_download_and_rejects_a_changed_file(monkeypatch, isolated):
     upstream = toy_registry(monkeypatch, isolated, names=("alpha",))
     put(upstream / "alpha", "version 1\n")
@@ -173,7 +181,7 @@ def test_lock_pins_first_download_and_rejects_a_changed_file(monkeypatch, isolat
 
 def test_cli_status_and_fetch_for_a_chapter(monkeypatch, isolated, capsys):
     upstream = toy_registry(monkeypatch, isolated)
-    monkeypatch.setattr(datasets, "CHAPTER_DATA", {**datasets.CHAPTER_DATA, "toychapter": ("alpha", "beta")})
+    monkeypatch.setitem(datasets.CHAPTER_DATA, "toychapter", ("alpha", "beta"))  # the one dict every module reads
     put(upstream / "alpha")
     assert sdr_main(["data", "status", "--for", "toychapter"]) == 1
     out = capsys.readouterr().out

@@ -236,3 +236,17 @@ def shared_data_skip_env(tmp_path, monkeypatch):
             monkeypatch.setenv("SDR_DATA", str(tmp_path / value) if value else "")
 
     return apply
+
+
+def test_the_real_profile_data_are_registry_entries_and_sdr_data_fetch_real_profile_runs(tmp_path, monkeypatch, capsys):
+    """`make data-real` runs `sdr data fetch --real-profile`: each data set it names is in the registry, and the
+    command fetches them (here from $SDR_DATA: nothing to download) instead of failing on an undefined name."""
+    from sdr import datasets
+    from sdr.cli import main
+
+    assert all(datasets.get(name) for name in datasets.REAL_PROFILE_DATA)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    fetched = []
+    monkeypatch.setattr("sdr.datasets.cli.fetch_any", lambda name, **kw: fetched.append(name) or tmp_path)
+    assert main(["data", "fetch", "--real-profile"]) == 0, capsys.readouterr().err
+    assert fetched == list(datasets.REAL_PROFILE_DATA)

@@ -69,3 +69,23 @@ def test_a_planted_replica_read_under_paper_fails_the_run(mirror, tmp_path):
                                   'corpus = make_corpus(n_papers=20, seed=0)')
     result = dryrun.execute(planted, {"profile": "paper"}, tmp_path / "out2.ipynb", environment)
     assert not result["ok"] and result["ename"] == "ReplicaForbidden" and "make_corpus" in result["evalue"]
+
+
+def test_a_chapter_that_skips_a_branch_of_the_paper_path_fails_the_dry_run(tmp_path, monkeypatch):
+    """Issue 30: each chapter lists the branches its paper path must take in the dry run (DRY_RUN_BRANCHES); the
+    run compares them with what the chapter recorded (ChapterRun.branch, stored as extra["branches"])."""
+    import json
+    import types
+
+    from sdr import dryrun
+
+    module = types.ModuleType("sdr.methods.planted")
+    module.DRY_RUN_BRANCHES = ("bands unclipped", "leakage branch")
+    monkeypatch.setitem(__import__("sys").modules, "sdr.methods.planted", module)
+    store = tmp_path / "results"
+    (store / "planted").mkdir(parents=True)
+    (store / "planted" / "paper.json").write_text(json.dumps({"extra": {"branches": ["bands unclipped"]}}))
+    assert dryrun.branches_taken("planted", store)["missing"] == ["leakage branch"]
+    (store / "planted" / "paper.json").write_text(json.dumps({"extra": {"branches": ["leakage branch",
+                                                                                    "bands unclipped"]}}))
+    assert dryrun.branches_taken("planted", store)["missing"] == []

@@ -51,7 +51,9 @@ def edges(tmp_path) -> Path:
 
 
 def test_graph_embed_refuses_its_own_input(edges, capsys, monkeypatch):
-    monkeypatch.setattr(graph, "embed", lambda *a, **k: pytest.fail("trained although the output is the input"))
+    # sdr graph embed streams its edge files (sdr.graph.cli looks up embed_edge_files): nothing may run before the check
+    monkeypatch.setattr(graph.cli, "embed_edge_files",
+                        lambda *a, **k: pytest.fail("trained although the output is the input"))
     before = edges.read_bytes()
     code, _, err = run(["graph", "embed", edges, "--dim", "4", "--out", edges], capsys)
     assert code == 2 and f"--out {edges} is the input EDGES {edges}" in err
@@ -67,7 +69,8 @@ def test_graph_embed_refuses_its_own_input(edges, capsys, monkeypatch):
 
 
 def test_graph_embed_checks_the_output_before_training(edges, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(graph, "embed", lambda *a, **k: pytest.fail("trained before the output was checked"))
+    monkeypatch.setattr(graph.cli, "embed_edge_files",
+                        lambda *a, **k: pytest.fail("trained before the output was checked"))
     code, _, err = run(["graph", "embed", edges, "--dim", "4", "--out", edges / "out.jsonl"], capsys)
     assert code == 2 and f"{edges} is not a folder" in err  # cannot be written: found before the training
     code, _, err = run(["graph", "embed", edges, "--dim", "4", "--out", tmp_path], capsys)
@@ -79,11 +82,11 @@ def test_graph_embed_checks_the_output_before_training(edges, tmp_path, capsys, 
 
 
 def test_graph_embed_with_force_replaces_and_says_so(edges, tmp_path, capsys, monkeypatch):
-    def fake_embed(source, config, *args, **kwargs):
-        ids = sorted({node for edge in source for node in edge[:2]})
+    def fake_embed_edge_files(paths, config, *args, **kwargs):
+        ids = sorted({node for citing, cited, _ in graph.EdgeFiles(paths).chunks() for node in (*citing, *cited)})
         return graph.GraphEmbedding(ids, np.ones((len(ids), config.dimension), np.float32), config)
 
-    monkeypatch.setattr(graph, "embed", fake_embed)
+    monkeypatch.setattr(graph.cli, "embed_edge_files", fake_embed_edge_files)
     out = write(tmp_path / "old.jsonl", "keep me\n")
     code, _, err = run(["graph", "embed", edges, "--dim", "4", "--out", out, "--force"], capsys)
     assert code == 0 and f"--out {out}: replaced the existing file (--force)" in err
@@ -119,7 +122,8 @@ def test_facets_split_refuses_its_own_input(tmp_path, classifier, capsys):
 
 
 def test_facets_train_refuses_its_data_and_an_existing_model(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(facets, "train_classifier", lambda *a, **k: pytest.fail("trained before the check"))
+    # sdr facets train looks train_classifier up in sdr.facets.cli
+    monkeypatch.setattr(facets.cli, "train_classifier", lambda *a, **k: pytest.fail("trained before the check"))
     data = tmp_path / "csabstruct"
     data.mkdir()
     train = write(data / "train.jsonl", json.dumps({"sentences": ["a", "b"], "labels": ["method", "result"]}) + "\n")
@@ -430,7 +434,7 @@ def test_mdcr_json_is_strict_json_with_null_for_an_undefined_metric(tmp_path, ca
 
 
 def test_fractional_edge_weights_are_an_error(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(graph, "embed", lambda *a, **k: pytest.fail("trained on rounded weights"))
+    monkeypatch.setattr(graph.scale, "_train_pbg", lambda *a, **k: pytest.fail("trained on rounded weights"))
     path = write(tmp_path / "edges.tsv", "a\tb\t2\nb\tc\t0.4\n")
     code, _, err = run(["graph", "embed", path, "--dim", "4", "--out", tmp_path / "out.jsonl"], capsys)
     assert code == 2 and f"{path}:2: weight '0.4'; expected a whole number of repeats >= 1" in err
@@ -521,7 +525,7 @@ def offline(tmp_path, monkeypatch):
     def refuse(url, *args, **kwargs):
         raise urllib.error.URLError("offline (test)")
 
-    monkeypatch.setattr(datasets.urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(datasets.download.urllib.request, "urlopen", refuse)
     return tmp_path / "cache"
 
 
@@ -546,7 +550,7 @@ def test_an_interrupted_download_leaves_nothing(offline, tmp_path, monkeypatch):
         out.write(b"hel")
         raise KeyboardInterrupt  # … but this one is cut off half-way (Ctrl-C)
 
-    monkeypatch.setattr(datasets.shutil, "copyfileobj", interrupted)
+    monkeypatch.setattr(datasets.download.shutil, "copyfileobj", interrupted)
     with pytest.raises(KeyboardInterrupt):
         datasets.fetch(entry, progress=False)
     assert not offline.exists()

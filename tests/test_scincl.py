@@ -341,3 +341,108 @@ def test_real_profile_trains_the_leaderboard_model_with_three_seeds_at_the_bench
                 == (benchmarks.get("csfcube_max_length") or benchmarks["max_length"])), profile
     assert book.chapter_parameters("scincl", "smoke")["leaderboard_seeds"] == 1
     assert book.chapter_parameters("scincl", "paper")["leaderboard_seeds"] == 10
+
+
+# ----------------------------------------------------------------------------------------- the chapter's registries
+def _table2_setup(embedding, bands, queries, **parameters):
+    from types import SimpleNamespace
+
+    from sdr.train import TrainConfig
+
+    p = SimpleNamespace(seed=0, bitfit_learning_rate=1e-3, table2_k_hard_shares=[0.5, 0.75], data_fractions=[0.01, 0.1],
+                        **parameters)
+    return p, scincl.Table2Setup(run=SimpleNamespace(p=p), inputs=None, training=None,
+                                 embedded=SimpleNamespace(embedding=embedding),
+                                 sets=SimpleNamespace(bands=bands, main_queries=queries), config=TrainConfig())
+
+
+def test_table2_registry_makes_the_rows_the_plan_counts_and_names_the_papers_rows():
+    """Each ablation of TABLE2_ABLATIONS makes, from the main bands and queries, rows whose triplets are the ones the
+    paper plan counts (5 a query), named after a row of SciNCL's Table 2 (data/paper_tables/scincl_table2.csv)."""
+    from sdr import book
+
+    embedding = arc_embedding(200)
+    bands = scincl.Bands(k_pos=10, c_pos=5, k_hard=60)
+    queries = sorted(embedding.ids[::4])  # 50 query papers
+    p, setup = _table2_setup(embedding, bands, queries)
+    names = ["bitfit", "data_fraction", "easy_random", "k_hard"]  # the registry's order decides, not this one
+    plan = scincl.table2_plan(names, p.table2_k_hard_shares, p.data_fractions, queries, p.seed)
+    rows = [ablation.vary(setup, value) for name, ablation in scincl.TABLE2_ABLATIONS.items() if name in names
+            for value in ablation.settings(p)]
+    assert [row.label for row in rows] == ["k_hard=30 (of 60)", "k_hard=45 (of 60)", "easy negatives plain random",
+                                           "1% of the training set (1 of 50 query papers)",
+                                           "10% of the training set (5 of 50 query papers)",
+                                           "BitFit (bias terms only, lr 0.001)"]
+    paper_rows = set(book.read_paper_table("scincl_table2")["model"])
+    assert [row.paper_row for row in rows] == ["k_hard=2000", "k_hard=3000", "easy neg. w/ random", "1% training data",
+                                               "10% training data", "BitFit training"]
+    assert {row.paper_row for row in rows} <= paper_rows
+    for row, (_, query_count) in zip(rows, plan, strict=True):
+        triplets = row.examples(1)
+        assert len(triplets) == 5 * query_count, row.label
+        assert {t.query for t in triplets} <= set(queries)
+    ranks = scincl.band_ranks(rows[0].examples(1), embedding, replace(bands, k_hard=30))
+    assert ranks["negative_in_band"].all() and ranks.loc[ranks["kind"] == "hard", "negative_rank"].between(29, 30).all()
+    assert all(row.config is None for row in rows[:-1])
+    assert rows[-1].config.bitfit and rows[-1].config.learning_rate == 1e-3
+
+
+def test_table2_leakage_row_refuses_real_inputs_before_any_work():
+    from types import SimpleNamespace
+
+    embedding = arc_embedding(60)
+    _, setup = _table2_setup(embedding, scincl.Bands(k_pos=10, c_pos=5, k_hard=30), embedding.ids[:10])
+    setup.inputs = SimpleNamespace(triplets=SimpleNamespace(real=False), scidocs=SimpleNamespace(real=True))
+    with pytest.raises(ValueError, match="leakage row adds the SciDocs replica's papers.*the real SciDocs"):
+        scincl.TABLE2_ABLATIONS["leakage"].vary(setup, None)
+
+
+def test_registries_name_parameters_of_the_notebook():
+    """The notebook's parameters cell holds every parameter the registries read: the ablations' and sweeps' names
+    are documented there, their value lists and grids are parameters."""
+    from sdr import book
+
+    parameters = book.notebook_parameters(book.NOTEBOOKS / "scincl.ipynb")
+    assert {a.values for a in scincl.TABLE2_ABLATIONS.values() if a.values} <= set(parameters)
+    assert {sweep.grid_parameter for sweep in scincl.SWEEPS.values()} <= set(parameters)
+    assert set(scincl.TRAINING_PARAMETERS) <= set(parameters)
+    source = (book.NOTEBOOKS / "scincl.ipynb").read_text()
+    assert all(name in source for name in [*scincl.TABLE2_ABLATIONS, *scincl.SWEEPS])
+    from types import SimpleNamespace
+
+    with pytest.raises(ValueError, match="unknown ablations"):
+        scincl.run_table2(SimpleNamespace(p=SimpleNamespace(ablations=["dropout"])), None, None, None, None, None, None)
+
+
+def test_the_run_folder_is_keyed_as_before_by_the_training_parameters_and_the_training_data(tmp_path, monkeypatch):
+    """ChapterRun.key_runs: the chapter's training parameters plus the training data's source line key the run
+    folder, the key the notebook computed before its steps moved to the library (so old checkpoints resume)."""
+    from sdr import book
+
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "results"))
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    notebook = book.NOTEBOOKS / "scincl.ipynb"
+    namespace = {**book.notebook_parameters(notebook), **book.chapter_parameters("scincl", "smoke")}
+    run = book.ChapterRun("scincl", namespace)
+    folder = run.key_runs({"training data": "replica triplets [replica]"})
+    expected = {name: namespace[name] for name in scincl.TRAINING_PARAMETERS}
+    assert folder == book.run_dir("scincl", "smoke", {**expected, "training data": "replica triplets [replica]"})
+    assert run.key_runs({"training data": "replica triplets [replica]"}) == folder  # again, the same: fine
+    with pytest.raises(ValueError, match="after the run folder was made"):
+        run.key_runs({"training data": "other triplets"})
+
+
+def test_show_paper_vs_ours_shows_the_papers_rows_when_no_row_of_ours_ran(capsys):
+    from types import SimpleNamespace
+
+    from sdr import book
+
+    shown = []
+    run = SimpleNamespace(profile="smoke", show=lambda table, decimals=2: shown.append(table))
+    combined = book.show_paper_vs_ours(run, pd.DataFrame(), paper="scincl_table2", columns=scincl.TABLE2_COLUMNS)
+    paper = book.read_paper_table("scincl_table2")
+    assert list(combined["model"]) == list(paper["model"]) and shown[0] is combined
+    assert list(combined.columns) == ["reported by", "model", *scincl.TABLE2_COLUMNS]
+    with pytest.raises(ValueError, match="no column of ours"):
+        book.show_paper_vs_ours(run, pd.DataFrame(), paper="scincl_table2")

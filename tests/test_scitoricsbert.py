@@ -480,3 +480,94 @@ def test_one_dataset_read_as_replica_and_real_shows_twice(no_data):
     assert (training.kind, test.kind) == ("replica", "real")
     table = data.table()
     assert table.loc["csabstruct", "kind"] == "replica" and table.loc["csabstruct (evaluation)", "kind"] == "real"
+
+
+# --------------------------------------------------------------------------------------------- the chapter's steps
+def _check_inputs(check_set: str, trained_scores: list[float], untrained: float):
+    """The pieces gold_check reads: the check's model trained with len(trained_scores) seeds, scored on the test of
+    CHECKS[check_set] (untrained [CLS] there: ``untrained``), the other model far above it."""
+    from types import SimpleNamespace
+
+    column = "map@r" if st.CHECKS[check_set].scored_on == "CSAbstruct test" else "avg_map@r"
+    rows = [{"training set": check_set, "loss": "triplet", "seed": seed, column: score}
+            for seed, score in enumerate(trained_scores)]
+    rows.append({"training set": "CSAbstruct train" if check_set == "CFS3" else "CFS3", "loss": "triplet",
+                 "seed": 0, column: 0.99})
+    table = pd.DataFrame(rows)
+    means = pd.DataFrame({"training set": ["CFS3", "CSAbstruct train"], "loss": ["triplet", "triplet"],
+                          "map@r": [0.2, 0.3], "p@1": 0.5, "pubmedrct p@1": 0.5, "pubmedrct map@r": 0.5})
+    runs = table if column == "map@r" else means
+    trained = st.TrainedRuns(runs=runs.assign(**{"p@1": 0.5, "pubmedrct p@1": 0.5, "pubmedrct map@r": 0.5})
+                             if column == "map@r" else means, cf_runs=table, validation=pd.DataFrame(),
+                             batches=pd.DataFrame(), per_query={})
+    if column == "map@r":  # the best-loss line reads both training sets
+        trained.runs["map@r"] = trained.runs["map@r"].fillna(0.2)
+    cls = "m [CLS] (untrained)"
+    baselines = st.Baselines(scores={cls: {"csabstruct_map@r": untrained}}, cf={cls: {"avg_map@r": untrained}},
+                             per_query={}, external={}, untrained_mean="m avg. (untrained)", untrained_cls=cls)
+    sets = SimpleNamespace(check_set=check_set, test_items=[None] * 7)
+    run = SimpleNamespace(p=SimpleNamespace(check_loss="triplet", losses=["softmax", "triplet"]))
+    return run, sets, baselines, trained
+
+
+@pytest.mark.parametrize("check_set", sorted(st.CHECKS))
+def test_gold_check_scores_the_test_the_data_policy_gives_it(check_set):
+    """CHECKS picks the test by the training set; the gain is the seeds' mean minus untrained [CLS], and with several
+    seeds it must also clear twice their own σ; a model below untrained fails the page's expect_gain line."""
+    from types import SimpleNamespace
+
+    run, sets, baselines, trained = _check_inputs(check_set, [0.30, 0.40, 0.50], untrained=0.25)
+    gold = st.gold_check(run, None, sets, baselines, trained)
+    assert gold.gain == pytest.approx(0.40 - 0.25) and gold.seeds == 3
+    spread = pd.Series([0.30, 0.40, 0.50]).std(ddof=1)
+    assert gold.required == pytest.approx(max(st.CHECKS[check_set].margin, 2 * spread))
+    assert gold.summary.iloc[:, 0]["margin (2 σ, measured)"] == st.CHECKS[check_set].margin
+    expected_test = "CSAbstruct test" if check_set == "CSAbstruct train" else "CF-labelled replica"
+    assert expected_test in gold.summary.columns[0] and "over untrained [CLS]" in gold.what
+    page = SimpleNamespace()
+    with pytest.raises(book.ChapterCheckFailed, match=r"over untrained \[CLS\]"):  # 0.15 < 2 σ = 0.2
+        book.ChapterRun.expect_gain(page, gold.model, gold.gain, gold.required, gold.what, applies=gold.applies,
+                                    decimals=3)
+    run, sets, baselines, trained = _check_inputs(check_set, [0.50], untrained=0.25)
+    gold = st.gold_check(run, None, sets, baselines, trained)
+    assert gold.required == st.CHECKS[check_set].margin  # one seed: no σ of its own
+    assert book.ChapterRun.expect_gain(page, gold.model, gold.gain, gold.required, gold.what, decimals=3)
+    run.p.losses = ["softmax"]
+    with pytest.raises(book.ChapterCheckFailed, match="check_loss 'triplet' is not among"):
+        st.gold_check(run, None, sets, baselines, trained)
+
+
+def test_leakage_audit_applies_the_checks_the_cfs3_origin_calls_for():
+    """The book's CFS3 (and its replica) must share no sentence with CSAbstruct test; the release is audited and used
+    as released."""
+    from types import SimpleNamespace
+
+    train = [LabelledSentence(f"t{i}", text, "01") for i, text in enumerate(["The aim of this study is X.",
+                                                                             "Results are in Table 2."])]
+    test = [LabelledSentence("x", "the aim of this study is  X.", "objective")]  # equal after normalisation
+
+    def audit(origin):
+        cfs3_set = st.CFS3TrainingSet(train, [], origin, "CFS3 somewhere")
+        inputs = SimpleNamespace(cfs3_set=cfs3_set, cf_input=SimpleNamespace(real=False), cf_texts=set())
+        sets = SimpleNamespace(test_items=test, csabstruct_dev=[],
+                               sets={"CFS3": (train, []), "CSAbstruct train": ([], [])})
+        return st.leakage_audit(None, inputs, sets)
+
+    assert audit("release").loc["CFS3", "equal to a CSAbstruct test sentence"] == 1
+    for origin in ("replica", "book build"):
+        with pytest.raises(book.ChapterCheckFailed, match=f"CFS3 \\({origin}\\): 1 sentences equal to a CSAbstruct test"):
+            audit(origin)
+
+
+def test_a_step_line_can_replace_the_data_line_it_says_more_about():
+    """ChapterRun.add_source(line, replaces=…): the CFS3 release's data line gives way to the line with its split's
+    sizes, in the data line's place among the captions' sources (the stored sources keep their order)."""
+    from types import SimpleNamespace
+
+    page = object.__new__(book.ChapterRun)
+    page.data = SimpleNamespace(sources=["CSAbstruct", "CFS3 release", "PubMed-RCT"])
+    page.sources_extra, page.sources_replaced = [], []
+    page.add_source("CFS3 release: 10 train, 2 valid", replaces=["CFS3 release"])
+    page.add_source("CSAbstruct test: 5 of 9 sentences")
+    assert page.sources == ["CSAbstruct", "PubMed-RCT", "CFS3 release: 10 train, 2 valid",
+                            "CSAbstruct test: 5 of 9 sentences"]

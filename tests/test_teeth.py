@@ -22,7 +22,7 @@ from sdr import book
 #: checks that training lowered its loss before it scores the gain, and that check is the first to stop it.
 CHECKS = {
     "specter": ("SPECTER: ",),
-    "scincl": ("SciNCL gained only", "training did not lower the loss"),
+    "scincl": ("SciNCL: ", "training did not lower the loss"),
     "scitoricsbert": ("over untrained [CLS]",),
     # FLeW checks that every run lowered its training loss before it scores the held-out gain (gain_margin)
     "flew": ("training did not lower the loss", "held-out triplet loss gains"),

@@ -1,8 +1,9 @@
 """The ``sdr`` command line.
 
 Sub-commands are contributed by the modules that own them, so this file only dispatches:
-``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr train …`` (:mod:`sdr.launch`), ``sdr chapter …``
-(:mod:`sdr.book`), ``sdr data …`` (:mod:`sdr.datasets`) and ``sdr cfs3 …`` (:mod:`sdr.cfs3`).
+``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr train …``
+(:mod:`sdr.launch`), ``sdr chapter …`` (:mod:`sdr.book`), ``sdr data …`` (:mod:`sdr.datasets.cli`), ``sdr cfs3 …``
+(:mod:`sdr.cfs3`) and ``sdr graph …`` (:mod:`sdr.graph.cli`).
 Each owner exposes ``register(subparsers)``, which adds its parser and sets ``func``.
 """
 
@@ -13,8 +14,8 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets", "sdr.cfs3", "sdr.graph", "sdr.facets", "sdr.dryrun",
-    "sdr.launch",
+    "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets.cli", "sdr.cfs3", "sdr.graph.cli", "sdr.facets.cli",
+    "sdr.dryrun", "sdr.launch",
 )
 
 

@@ -9,7 +9,8 @@ API-built datasets are written *by their fetchers* (:mod:`sdr.fetchers`) answeri
 the synthetic corpus in the APIs' JSON shapes, so the fetchers' code runs as well.
 
 :func:`run` then executes the chapters with papermill at ``paper`` plus the ``dry_run`` caps of ``profiles.yml``
-(the offline MiniLM instead of SciBERT, a few steps: sizes only), with ``SDR_PAPER_DRY_RUN=1`` and
+(tiny random stand-ins of SciBERT and the released models in their families and layouts, a few steps: sizes
+only), with ``SDR_PAPER_DRY_RUN=1`` and
 ``SDR_OFFLINE=1``. Under the paper policy every replica writer raises, so a chapter that reads a replica at
 ``paper`` fails here. ``make paper-dry-run`` runs it; ``.ci/run`` runs it after ``make test``.
 """
@@ -344,6 +345,36 @@ def write_released_expected(mirror: Path, checks, data_dirs) -> Path:
     return path
 
 
+def write_released_expected_for(mirror: Path, chapters) -> Path | None:
+    """The expected values of every released check the chapters register (``RELEASED_CHECKS``), on the mirror's
+    benchmark folders (:data:`sdr.embed.DATASET_OF`)."""
+    from sdr import embed, released
+
+    checks = [check for found in released.registered_checks(chapters).values() for check in found]
+    if not checks:
+        return None
+    data_dirs = {}
+    for benchmark in {check.benchmark for check in checks}:
+        dataset = embed.DATASET_OF[benchmark]
+        data_dirs[benchmark] = mirror / datasets.get(dataset).folder
+    return write_released_expected(mirror, checks, data_dirs)
+
+
+def branches_taken(chapter: str, results: Path) -> dict:
+    """The ``paper`` branches a dry-run chapter had to take (its method's ``DRY_RUN_BRANCHES``) against those its
+    stored results record (``extra["branches"]``, :meth:`sdr.book.ChapterRun.branch`): ``{"required", "taken",
+    "missing"}``."""
+    import importlib
+
+    try:
+        required = list(getattr(importlib.import_module(f"sdr.methods.{chapter}"), "DRY_RUN_BRANCHES", ()))
+    except ModuleNotFoundError:
+        required = []
+    path = results / chapter / "paper.json"
+    taken = json.loads(path.read_text()).get("extra", {}).get("branches", []) if path.exists() else []
+    return {"required": required, "taken": taken, "missing": [b for b in required if b not in taken]}
+
+
 def needed_datasets(chapters=None) -> list[str]:
     chapters = chapters or list(datasets.CHAPTER_DATA)
     return list(dict.fromkeys(name for c in chapters for name in datasets.CHAPTER_DATA[c]))
@@ -461,8 +492,10 @@ def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: 
     mirror = workdir / "mirror"
     started = time.perf_counter()
     made = build_mirror(mirror, [c for c in chapters if c in datasets.CHAPTER_DATA], real_data)
+    models = write_model_stand_ins(mirror, needed_models(chapters), FixtureCorpus())
+    write_released_expected_for(mirror, chapters)
     print(f"[dry run] mirror {mirror} in {time.perf_counter() - started:.0f} s: "
-          + ", ".join(f"{k} {v}" for k, v in made.items()), flush=True)
+          + ", ".join(f"{k} {v}" for k, v in made.items()) + f"; {len(models)} model stand-ins", flush=True)
     environment = {"SDR_DATA": str(mirror), "SDR_DATA_CACHE": str(workdir / "cache"),
                    "SDR_RESULTS": str(workdir / "results"), datasets.DRY_RUN_ENV: "1", "SDR_OFFLINE": "1",
                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **book.KERNEL_ENVIRONMENT}
@@ -470,6 +503,11 @@ def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: 
         parameters = book.chapter_parameters(chapter, "paper", dry_run_overrides(chapter))
         result = execute(book.NOTEBOOKS / f"{chapter}.ipynb", parameters, workdir / "chapters" / f"{chapter}.ipynb",
                          environment)
+        if result["ok"]:
+            branches = branches_taken(chapter, workdir / "results")
+            if branches["missing"]:
+                result = {**result, "ok": False, "problems": [f"the paper path's branches not taken: "
+                                                              f"{', '.join(branches['missing'])}"]}
         outcome[chapter] = result
         print(f"[dry run] {chapter}: {'ok' if result['ok'] else 'FAILED'} in {result['seconds']:.0f} s", flush=True)
     return outcome

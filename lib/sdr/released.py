@@ -263,3 +263,46 @@ def plain_embeddings(folder: str | Path, texts: Mapping[str, str], pooling: str,
                 raise ValueError(f"plain_embeddings: pooling must be 'cls' or 'mean', got {pooling!r}")
             vectors.update(zip(chunk, pooled.float().numpy().astype(np.float32)))
     return vectors
+
+
+# ------------------------------------------------------------------------------------ a chapter's released part
+def released_part(run, checks: Sequence[ReleasedCheck], data_dirs: Mapping[str, str | Path],
+                  batch_size: int = 32) -> pd.DataFrame:
+    """A chapter's ``released`` part, its first output at ``paper``: the checks' models scored (cached), shown
+    beside the papers' numbers, and the asserted rows held to their tolerance before anything trains. At smoke and
+    real the released checkpoints are not read (they are the papers' models, downloaded at ``paper``): an empty
+    table and one line saying so."""
+    from IPython.display import display
+
+    if not checks or not run.runs_part("released"):
+        return pd.DataFrame()
+    if not run.data.policy.real_only:
+        print("released models: scored at the paper profile (their checkpoints and the papers' benchmarks are "
+              "downloaded there)")
+        return pd.DataFrame()
+    load_as = {check.model: run.data.model(check.model) for check in checks}
+    table = score_released(checks, data_dirs, load_as=load_as, device=getattr(run.p, "device", "auto"),
+                           batch_size=batch_size)
+    print(run.caption(*run.data.model_sources))
+    display(table.round(4))
+    assert_released(table)
+    run.branch("released checks asserted")
+    return table
+
+
+def registered_checks(chapters: Iterable[str] | None = None) -> dict[str, list[ReleasedCheck]]:
+    """Every chapter's released checks (``RELEASED_CHECKS`` of ``sdr.methods.<chapter>``), by chapter: what the
+    Benchmarks chapter gathers and the dry run computes expected values for."""
+    import importlib
+
+    from sdr.book.profiles import chapter_names
+
+    found = {}
+    for chapter in chapters or chapter_names():
+        try:
+            method = importlib.import_module(f"sdr.methods.{chapter}")
+        except ModuleNotFoundError:
+            continue
+        if getattr(method, "RELEASED_CHECKS", None):
+            found[chapter] = list(method.RELEASED_CHECKS)
+    return found

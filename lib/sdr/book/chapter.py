@@ -76,6 +76,8 @@ class ChapterRun:
         models: models the chapter loads beside ``model_name`` (checked at ``paper`` before anything runs).
         loads_model: False for a chapter that loads no model (the Summary reads only the results store), so
             ``model_name`` is not checked, nor downloaded, at ``paper``.
+        needs: the datasets checked at ``paper`` before anything runs, where they differ from
+            ``sdr.datasets.CHAPTER_DATA[chapter]`` (e.g. SciToricsBERT without the CFS3 release reads its sources).
 
     Example::
 
@@ -88,9 +90,12 @@ class ChapterRun:
     namespace: Mapping
     training_keys: Sequence[str] | None = None
     models: Sequence[str] = ()
+    needs: Sequence[str] | None = None
     sources_extra: list[str] = field(default_factory=list)
+    sources_replaced: list[str] = field(default_factory=list)
     fits: dict[str, Fit] = field(default_factory=dict)
     loads_model: bool = True
+    branches: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         names = notebook_parameters(paths.NOTEBOOKS / f"{self.chapter}.ipynb")
@@ -112,19 +117,70 @@ class ChapterRun:
 
         models = [getattr(self.p, "model_name", None) if self.loads_model else None, *self.models]
         self.data = datasets.ChapterData(self.chapter, self.profile, getattr(self.p, "use_real_data", "auto"),
-                                         models=[m for m in models if m], workdir=self.workdir / "data")
+                                         needs=self.needs, models=[m for m in models if m],
+                                         workdir=self.workdir / "data")
         import seaborn as sns
 
         sns.set_theme(style="whitegrid")
 
+    # ------------------------------------------------------------------------------------ parts, cost, branches
+    @cached_property
+    def parts(self) -> tuple[str, ...]:
+        """The parts this run runs: the ``parts`` parameter (``"all"``, ``"headline"`` or names) resolved against
+        the method's ``PARTS`` registry (:func:`sdr.plan.resolve_parts`); every part where the chapter has no
+        registry or no ``parts`` parameter."""
+        from sdr.plan import resolve_parts
+
+        registry = getattr(self.method, "PARTS", None)
+        if registry is None:
+            return ()
+        return resolve_parts(getattr(self.p, "parts", "all"), registry)
+
+    def runs_part(self, name: str) -> bool:
+        """Whether part ``name`` runs; a step of a part not run prints one line saying so (and how to run it)."""
+        registry = getattr(self.method, "PARTS", None)
+        if registry is not None and name not in registry:
+            raise ValueError(f"{self.chapter}: {name!r} is not a part of the chapter; its PARTS are {list(registry)}")
+        runs = registry is None or name in self.parts
+        if not runs:
+            print(f"part {name!r} not run at this profile (parts = {getattr(self.p, 'parts', 'all')!r}; it reproduces "
+                  f"{registry[name].reproduces}; add it to `parts` to run it)")
+        return runs
+
+    @cached_property
+    def plan(self):
+        """The chapter's whole cost at this run's parameters (``sdr.methods.<chapter>.cost_plan``), every part with
+        the parts this run runs marked; :meth:`show_plan` prints it."""
+        cost_plan = getattr(self.method, "cost_plan", None)
+        if cost_plan is None:
+            raise ValueError(f"sdr.methods.{self.chapter} defines no cost_plan")
+        return cost_plan(self.p)
+
+    def show_plan(self) -> None:
+        """At ``paper``, before anything trains: every part's training runs, encodings, graph, kNN, SVM and fetch
+        work with their GPU hours (measured GPU; others scaled and labelled) and the totals. Nothing at smoke and
+        real, whose sizes are not the papers'."""
+        if self.data.policy.real_only:
+            self.plan.show()
+
+    def branch(self, name: str) -> None:
+        """Record that the run took a branch of the ``paper`` path (stored with the results as ``branches``); the
+        paper dry run checks that each chapter took the branches its method lists in ``DRY_RUN_BRANCHES``."""
+        if name not in self.branches:
+            self.branches.append(name)
+
     # ------------------------------------------------------------------------------------ what the page says
     @property
     def sources(self) -> list[str]:
-        """The data lines under every table and figure: the inputs resolved so far, then lines added by steps."""
-        return [*self.data.sources, *self.sources_extra]
+        """The data lines under every table and figure: the inputs resolved so far (less those a step's line
+        replaces), then lines added by steps."""
+        return [*(line for line in self.data.sources if line not in self.sources_replaced), *self.sources_extra]
 
-    def add_source(self, line: str) -> None:
-        """A line every later caption carries (e.g. "CSFCube inputs cut at 32 tokens")."""
+    def add_source(self, line: str, replaces: Iterable[str] = ()) -> None:
+        """A line every later caption carries (e.g. "CSFCube inputs cut at 32 tokens"); ``replaces``: data lines it
+        says more about, left out from then on (e.g. the CFS3 release's line, replaced by one with its split's
+        sizes)."""
+        self.sources_replaced.extend(old for old in replaces if old not in self.sources_replaced)
         if line not in self.sources_extra:
             self.sources_extra.append(line)
 
@@ -148,8 +204,8 @@ class ChapterRun:
     @cached_property
     def runs(self) -> Path:
         """The chapter's run folder in the results store (:func:`sdr.book.runs.run_dir`), keyed by the
-        parameters that change training and the data inputs resolved when it is first asked for (so ask after the
-        chapter resolved its inputs)."""
+        parameters that change training and the training data resolved when it is first asked for (ask after
+        the chapter resolved its inputs)."""
         keys = self.training_keys
         if keys is None:
             keys = getattr(self.method, "TRAINING_PARAMETERS", None)
@@ -159,9 +215,21 @@ class ChapterRun:
         unknown = [key for key in keys if not hasattr(self.p, key)]
         if unknown:
             raise ValueError(f"{self.chapter}: training keys {unknown} are not parameters of the notebook")
-        # the data too: the same parameters on other data (a replica, then the real set) must not resume its runs
+        # the training data too: the same parameters on other data (a replica, then the real set) must not resume
+        # another run's checkpoints
         return run_dir(self.chapter, self.profile, {**{key: getattr(self.p, key) for key in keys},
-                                                    "data": list(self.data.sources)})
+                                                    "training data": self.data.training_sources,
+                                                    **getattr(self, "_runs_extra", {})})
+
+    def key_runs(self, extra: Mapping) -> Path:
+        """Key the run folder by the training parameters and ``extra`` values that change training but are no
+        parameter (SciNCL: the training data's source line); call it before the first :meth:`fit` (again with the
+        same values: a rerun of the cell). Returns :attr:`runs`."""
+        if "runs" in self.__dict__ and dict(extra) != getattr(self, "_runs_extra", {}):
+            raise ValueError(f"{self.chapter}: key_runs({dict(extra)}) after the run folder was made; call it before "
+                             "the first fit")
+        self._runs_extra = dict(extra)
+        return self.runs
 
     @cached_property
     def method(self):
@@ -222,17 +290,19 @@ class ChapterRun:
         return pd.DataFrame({fit.name: fit.losses() for fit in fits}).T
 
     def expect_gain(self, name: str, gain: float, margin: float, what: str = "over the untrained encoder",
-                    applies: bool = True, why_not: str = "") -> bool:
+                    applies: bool = True, why_not: str = "", decimals: int = 2) -> bool:
         """A check with teeth: ``gain`` (trained minus untrained, on the page's scale) must exceed ``margin``, a
         value set from the measured seed spread (profiles.yml says how). ``applies`` is False where the check
         has no meaning at this run (e.g. real data, on which the margin was not measured); the page then prints
-        why (``why_not``). Returns whether the check ran."""
+        why (``why_not``). ``decimals``: of the gain as printed (3 for scores on a 0-1 scale). Returns whether the
+        check ran."""
+        shown = f"{gain:+.{decimals}f}"
         if not applies:
-            print(f"check not applied: {name} {gain:+.2f} {what}" + (f" ({why_not})" if why_not else ""))
+            print(f"check not applied: {name} {shown} {what}" + (f" ({why_not})" if why_not else ""))
             return False
         if not gain > margin:
-            raise ChapterCheckFailed(f"{name}: {gain:+.2f} {what}, need more than {margin:g}")
-        print(f"check passed: {name} {gain:+.2f} {what} > {margin:g}")
+            raise ChapterCheckFailed(f"{name}: {shown} {what}, need more than {margin:g}")
+        print(f"check passed: {name} {shown} {what} > {margin:g}")
         return True
 
     # ------------------------------------------------------------------------------------ the results store
@@ -240,15 +310,22 @@ class ChapterRun:
              sources: Sequence[str] | None = None) -> Path:
         """Store the chapter's tables and extra values (:func:`sdr.book.results.save_results`)."""
         sources = list(sources) if sources is not None else [*self.sources, *self.data.model_sources]
+        extra = dict(extra or {})
+        if self.branches:
+            extra["branches"] = list(self.branches)
+        if self.parts:
+            extra["parts"] = list(self.parts)
         return save_results(self.chapter, self.profile, tables, sources, extra)
 
 
 def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, models: Sequence[str] | None = None,
-                       columns: Sequence[str] | None = None, decimals: int | None = 2) -> pd.DataFrame:
+                       columns: Sequence[str] | None = None, decimals: int | None = 2, label: str | None = None,
+                       sources: Sequence[str] = ()) -> pd.DataFrame:
     """A paper table's rows (``data/paper_tables/<paper>.csv``, those named ``models`` when given: each must be
     there) stacked over ours on the ``columns`` both have (default: every column of ours the paper table has),
-    with a ``reported by`` column; shown under the run's caption and returned. A figure-like cell:
-    ``hide-input`` on the page."""
+    with a ``reported by`` column (ours: ``label``, default "this book (<profile>)"); shown under the run's
+    caption (and the lines ``sources`` add) and returned (the paper's rows alone when ours is empty: ``columns``
+    must then be given). A figure-like cell: ``hide-input`` on the page."""
     from sdr.book.results import paper_vs_ours, read_paper_table
 
     table = read_paper_table(paper)
@@ -260,8 +337,10 @@ def show_paper_vs_ours(run: ChapterRun, ours: pd.DataFrame, paper: str, *, model
     columns = list(columns) if columns is not None else [c for c in ours.columns if c in table.columns]
     if not columns:
         raise ValueError(f"no column of ours is in data/paper_tables/{paper}.csv: {list(ours.columns)}")
-    combined = paper_vs_ours(ours, table, columns, label=f"this book ({run.profile})")
-    run.show(combined, decimals=decimals)
+    if ours.empty:  # no row of ours ran at this profile (e.g. no ablation): the paper's rows alone
+        ours = pd.DataFrame(columns=columns)
+    combined = paper_vs_ours(ours, table, columns, label=label or f"this book ({run.profile})")
+    run.show(combined, *sources, decimals=decimals)
     return combined
 
 

@@ -138,3 +138,27 @@ def sweeps(run, curves: Mapping[str, pd.DataFrame], log_x: Sequence[str] = (), y
         axes[rows - 1, column].set_xlabel(name)
     figure.tight_layout()
     _finish(run, figure, -0.03)
+    return long
+
+
+# ------------------------------------------------------------------------------------------------- SciNCL
+def sweep_lines(run, table: pd.DataFrame, x: str, y: str, column: str, title: str, log_x: bool = True) -> None:
+    """A sweep: ``y`` against ``x``, one panel per value of ``column`` (mean ± σ over the rows of a point, e.g.
+    its seeds), x on a log scale. Prints a line instead of an empty figure when ``table`` has no row.
+
+    Shown in: notebooks/scincl.ipynb, Figs. 2 and 3: where the bands should sit."""
+    import seaborn as sns
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    if table.empty:
+        print(f"{title}: no point ran at this profile.")
+        return
+    grid = sns.relplot(data=table, x=x, y=y, col=column, kind="line", marker="o", errorbar="sd",
+                       facet_kws={"sharex": False, "sharey": False}, height=3.2)
+    for value, axis in grid.axes_dict.items():
+        axis.set_xscale("log" if log_x else "linear")
+        axis.set_xticks(sorted(table.loc[table[column] == value, x].unique()))  # the points swept, as plain numbers
+        axis.xaxis.set_major_formatter(ScalarFormatter())
+        axis.xaxis.set_minor_formatter(NullFormatter())
+    grid.figure.suptitle(title, y=1.05)
+    _finish(run, grid, -0.06)

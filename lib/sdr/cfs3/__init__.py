@@ -13,7 +13,8 @@ whose code was never published:
 5. :mod:`~sdr.cfs3.dataset` — JSONL, the 4:1 stratified split, statistics, agreement with gold labels;
    :mod:`~sdr.cfs3.released` — the released CFS3 files and comparisons with them.
 
-``sdr cfs3 build …`` is the command line (:mod:`~sdr.cfs3.cli`).
+``sdr cfs3 build …`` is the command line (:mod:`~sdr.cfs3.cli`); :mod:`~sdr.cfs3.chapter` holds the CFS3
+chapter's steps (one call each, re-exported here: ``cfs3.chapter_phrases(run, inputs)``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 from sdr.cfs3.build import (PAPER_COUNTS, POOL_SOURCES, CFS3Build, build_cfs3, chapter_sentence_pool, real_sentence_pool,
                              sentence_pool, write_replica_phrases,
                              summary_lines)
+from sdr.cfs3.chapter import *  # noqa: F401,F403
+from sdr.cfs3.chapter import __all__ as _chapter_all
 from sdr.cfs3.cli import register
 from sdr.cfs3.dataset import (
     CSABSTRUCT_LABELS,
@@ -91,4 +94,5 @@ __all__ = [
     "stratified_split", "summary_lines", "real_sentence_pool", "sentence_pool", "POOL_SOURCES", "chapter_sentence_pool",
     "write_replica_phrases", "csabstruct_held_out", "exclude_held_out",
     "leakage_audit", "normalise_text", "synthetic_sentences", "tokenize_sentences", "write_labelled",
+    *_chapter_all,
 ]

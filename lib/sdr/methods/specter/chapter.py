@@ -9,7 +9,7 @@ claim. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
@@ -26,7 +26,7 @@ from sdr.methods.specter.recipe import (RELEASED_CHECKPOINTS, PUBLISHED_TOLERANC
 from sdr.train import TrainConfig, TripletObjective
 
 __all__ = ["TRAINING_PARAMETERS", "chapter_inputs", "TrainingSet", "training_set", "UndirectedSet",
-           "undirected_set", "train_config", "page_names", "specter_runs", "retrainer", "print_plan", "triplet_encoder", "train_triplet_models", "released_encoders",
+           "undirected_set", "train_config", "fit_on_triplets", "page_names", "specter_runs", "retrainer", "print_plan", "triplet_encoder", "train_triplet_models", "released_encoders",
            "store", "specter_findings", "scidocs_table", "gains_over_untrained", "papers_next_to_ours", "check_released", "CSFCubeScores",
            "csfcube_table", "SeedRows", "seed_rows", "leaderboard", "findings", "METRIC_COLUMNS"]
 
@@ -197,7 +197,10 @@ def triplet_encoder(run, max_length: int | None = None):
     return run.encoder(pooling="cls", max_length=max_length or run.p.max_length)
 
 
-def _fit_on_triplets(run, name: str, examples, papers, config, folder: str, probe: int) -> Fit:
+def fit_on_triplets(run, name: str, examples, papers, config, folder: str, probe: int) -> Fit:
+    """Train a fresh :func:`triplet_encoder` on ``examples`` with SPECTER's objective (triplet loss, L2, margin 1)
+    and ``config``, checkpointed in the run folder ``folder`` (:meth:`sdr.book.ChapterRun.fit`; ``probe``: triplets
+    of the before/after loss, 0 for none). Every text the triplets name must be in ``papers``."""
     encoder = triplet_encoder(run)
     needed = {pid for t in examples for pid in (t.query, t.positive, t.negative)}
     missing = sorted(needed - set(papers))
@@ -214,7 +217,7 @@ def train_triplet_models(run, runs: Mapping[str, tuple[str, Sequence]], papers, 
     continues there when the chapter is rerun with ``resume = True``. At ``paper`` the runs' plan (examples,
     steps, estimated GPU time) is printed first. Returns the fits by page name."""
     config = config or train_config(run.p)
-    fits = {name: _fit_on_triplets(run, name, examples, papers, config, folder, probe)
+    fits = {name: fit_on_triplets(run, name, examples, papers, config, folder, probe)
             for name, (folder, examples) in runs.items()}
     if run.p.resume:
         print("resumed from optimizer step:", {folder: fits[name].result.resumed_from_step
@@ -258,7 +261,7 @@ def retrainer(run, training: TrainingSet, undirected: UndirectedSet, runs: Mappi
         if folder == "SPECTER(Undirected)":
             examples = undirected_triplets(undirected.citations, candidates=sorted(training.papers),
                                            query_ids=training.queries, seed=seed, progress=False, verbose=False)[0]
-        fit = _fit_on_triplets(run, f"{name} seed {seed}", examples, training.papers, replace(config, seed=seed),
+        fit = fit_on_triplets(run, f"{name} seed {seed}", examples, training.papers, replace(config, seed=seed),
                                f"{folder} seed {seed}", probe=0)
         return fit.encoder
 
@@ -274,13 +277,15 @@ def released_encoders(run) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------- SciDocs
-def scidocs_table(run, inputs, models: Mapping) -> pd.DataFrame:
+def scidocs_table(run, inputs, models: Mapping, extend: Callable[[dict], dict] | None = None) -> pd.DataFrame:
     """Every model (encoder) scored on SciDocs (the book's evaluator, official metrics × 100) with the ids that
-    had no embedding; a replica names every paper its tasks use, so a missing embedding there raises."""
+    had no embedding; a replica names every paper its tasks use, so a missing embedding there raises. ``extend``
+    adds columns to each model's row (SciNCL: Table 2's task averages, :func:`sdr.methods.scincl.with_task_averages`)."""
     from sdr.evaluate import scidocs
 
     papers = scidocs.read_papers(inputs.scidocs.path)
-    ours = pd.DataFrame({name: scidocs_scores(encoder, papers, inputs.scidocs.path, run.p.recommendations)
+    extend = extend or dict
+    ours = pd.DataFrame({name: extend(scidocs_scores(encoder, papers, inputs.scidocs.path, run.p.recommendations))
                          for name, encoder in models.items()}).T
     if not inputs.scidocs.real and (ours["missing embeddings"] != 0).any():
         raise ChapterCheckFailed(f"the SciDocs replica's metadata must name every paper: {ours['missing embeddings']}")
@@ -300,10 +305,13 @@ def gains_over_untrained(run, ours: pd.DataFrame, names: Sequence[str]) -> dict[
     return gains
 
 
-def papers_next_to_ours(run, ours: pd.DataFrame, paper_models: Sequence[str]) -> pd.DataFrame:
-    """The paper rows of ``data/paper_tables/scidocs.csv`` named ``paper_models`` above our rows, on the twelve
-    SciDocs metrics and their average (every paper row must be found)."""
+def papers_next_to_ours(run, ours: pd.DataFrame, paper_models: Sequence[str], source: str | None = None) -> pd.DataFrame:
+    """The paper rows of ``data/paper_tables/scidocs.csv`` named ``paper_models`` (those of the paper ``source``
+    only, when given: SciNCL's Table 1 quotes SciBERT too) above our rows, on the twelve SciDocs metrics and their
+    average (every paper row must be found)."""
     paper = book.read_paper_table("scidocs")
+    if source is not None:
+        paper = paper[paper["source"] == source]
     paper = paper[paper["model"].isin(paper_models)]
     ours_label = f"this book ({run.profile})"
     comparison = book.paper_vs_ours(ours, paper, METRIC_COLUMNS, label=ours_label)

@@ -1,4 +1,4 @@
-"""SciNCL (Ostendorff et al. 2022, ``papers/001_…``): neighbourhood contrastive learning.
+"""SciNCL (Ostendorff et al. 2022, ``papers/001_…``): neighbourhood contrastive learning, the method.
 
 The recipe, built from the shared modules:
 
@@ -30,7 +30,7 @@ memory ``block × max(k)`` whatever the number of queries).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -42,8 +42,8 @@ from sdr.methods.specter import take_queries
 from sdr.samplers import KnnBands, SamplingReport, Triplet, band_check, count_collisions, knn_band_triplets, knn_bands
 
 __all__ = ["Bands", "PAPER_BANDS", "scaled_bands", "clip_bands", "sample_triplets", "search_bands", "band_searches",
-           "band_ranks", "collision_grid", "collision_sweep", "sweep_points", "bands_table", "query_papers",
-           "take_queries", "share_of_queries", "table2_plan", "TASKS", "with_task_averages", "seed_summary"]
+           "band_ranks", "collision_grid", "collision_sweep", "Sweep", "SWEEPS", "sweep_points", "bands_table",
+           "query_papers", "take_queries", "share_of_queries", "TASKS", "with_task_averages", "seed_summary"]
 
 
 @dataclass(frozen=True)
@@ -181,23 +181,43 @@ def collision_sweep(embedding: GraphEmbedding, bands: Bands, k_hard_values: Sequ
     return pd.DataFrame(rows)
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """One of SciNCL's band sweeps (§6, Figs. 2-3): the k it varies, everything else as in the main bands."""
+
+    label: str  #: the sweep's name on the page ("k+", "k-hard")
+    figure: str  #: the paper's figure
+    grid_parameter: str  #: the chapter parameter that holds its grid
+    vary: Callable[[Bands, int], Bands]  #: the main bands with this sweep's k set to a value
+    sampled: Callable[[Bands], int]  #: the k a setting samples (after clipping to the graph)
+
+
+#: Figs. 2-3's sweeps by the name the ``sweeps`` parameter uses: k⁺ keeps c⁺ unless larger than k⁺.
+SWEEPS = {
+    "k_pos": Sweep("k+", "Fig. 2", "k_pos_sweep",
+                   lambda bands, k: replace(bands, k_pos=int(k), c_pos=min(bands.c_pos, int(k))),
+                   lambda bands: bands.k_pos),
+    "k_hard": Sweep("k-hard", "Fig. 3", "k_hard_sweep", lambda bands, k: replace(bands, k_hard=int(k)),
+                    lambda bands: bands.k_hard),
+}
+
+
 def sweep_points(bands: Bands, n_nodes: int, sweeps: Sequence[str], k_pos_values: Sequence[int] = (),
                  k_hard_values: Sequence[int] = ()) -> dict[tuple[str, int], Bands]:
-    """The points of Figs. 2-3: ``(sweep, k) → bands`` for each sweep named in ``sweeps`` (``"k_pos"``: k⁺ over
-    ``k_pos_values``, c⁺ kept unless larger than k⁺; ``"k_hard"``: k⁻hard over ``k_hard_values``), everything else
-    as in ``bands``, each clipped to the graph (:func:`clip_bands`) and keyed by the k actually sampled, so two grid
-    points beyond the graph are one point."""
-    grids = {"k_pos": (k_pos_values, lambda v: replace(bands, k_pos=int(v), c_pos=min(bands.c_pos, int(v)))),
-             "k_hard": (k_hard_values, lambda v: replace(bands, k_hard=int(v)))}
-    unknown = sorted(set(sweeps) - set(grids))
+    """The points of Figs. 2-3: ``(sweep, k) → bands`` for each sweep of :data:`SWEEPS` named in ``sweeps``
+    (``"k_pos"``: k⁺ over ``k_pos_values``; ``"k_hard"``: k⁻hard over ``k_hard_values``), everything else as in
+    ``bands``, each clipped to the graph (:func:`clip_bands`) and keyed by the k actually sampled, so two grid points
+    beyond the graph are one point."""
+    grids = {"k_pos": k_pos_values, "k_hard": k_hard_values}
+    unknown = sorted(set(sweeps) - set(SWEEPS))
     if unknown:
-        raise ValueError(f"sweep_points: unknown sweeps {unknown}; known: {sorted(grids)}")
+        raise ValueError(f"sweep_points: unknown sweeps {unknown}; known: {sorted(SWEEPS)}")
     points: dict[tuple[str, int], Bands] = {}
-    for sweep in sweeps:
-        values, vary = grids[sweep]
-        for value in values:
-            varied = clip_bands(vary(value), n_nodes)
-            points.setdefault((sweep, varied.k_pos if sweep == "k_pos" else varied.k_hard), varied)
+    for name in sweeps:
+        sweep = SWEEPS[name]
+        for value in grids[name]:
+            varied = clip_bands(sweep.vary(bands, value), n_nodes)
+            points.setdefault((name, sweep.sampled(varied)), varied)
     return points
 
 
@@ -230,32 +250,6 @@ def share_of_queries(query_ids: Sequence[str], fraction: float, seed: int) -> li
         raise ValueError(f"share_of_queries: fraction must be in (0, 1], got {fraction}")
     count = max(1, int(round(fraction * len(query_ids))))
     return take_queries(query_ids, count if count < len(query_ids) else 0, seed)
-
-
-TABLE2_ABLATIONS = ("k_hard", "easy_random", "data_fraction", "bitfit", "leakage")
-
-
-def table2_plan(ablations: Sequence[str], k_hard_shares: Sequence[float], data_fractions: Sequence[float],
-                query_ids: Sequence[str], seed: int) -> list[tuple[str, int]]:
-    """The Table 2 rows a chapter will train, as ``(row, query papers)``, for the paper plan: one per k⁻hard share,
-    the plain-random easy negatives, one per data fraction (its share of ``query_ids``, :func:`share_of_queries`),
-    BitFit and the leakage graph, in that order, for the ablations named."""
-    unknown = sorted(set(ablations) - set(TABLE2_ABLATIONS))
-    if unknown:
-        raise ValueError(f"table2_plan: unknown ablations {unknown}; known: {list(TABLE2_ABLATIONS)}")
-    rows = []
-    if "k_hard" in ablations:
-        rows += [(f"k_hard share {share:g}", len(query_ids)) for share in k_hard_shares]
-    if "easy_random" in ablations:
-        rows.append(("easy negatives plain random", len(query_ids)))
-    if "data_fraction" in ablations:
-        rows += [(f"{fraction:.0%} of the training set", len(share_of_queries(query_ids, fraction, seed)))
-                 for fraction in data_fractions]
-    if "bitfit" in ablations:
-        rows.append(("BitFit", len(query_ids)))
-    if "leakage" in ablations:
-        rows.append(("graph with the evaluation papers", len(query_ids)))
-    return rows
 
 
 # ----------------------------------------------------------------------------------------- task averages

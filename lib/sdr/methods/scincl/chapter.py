@@ -1,0 +1,557 @@
+"""The steps of the SciNCL chapter, one call each. SciNCL shares SPECTER's data, objective, evaluations and
+leaderboard rows, so the chapter calls :mod:`sdr.methods.specter.chapter` for those; the steps here are SciNCL's
+own: the citation graph inside the training triplets, its BigGraph embedding, the two training sets sampled on it,
+the collision sweep, training, the like-for-like comparison and the record. Table 2's ablations and Figs. 2-3's
+sweeps are in :mod:`.ablations`.
+
+Each step takes the chapter's :class:`sdr.book.ChapterRun` (its parameters are ``run.p``) and returns what the page
+shows; the checks of invariants live here and raise :class:`sdr.book.ChapterCheckFailed` with a clear message, and
+the page keeps one line per claim. Shown in: notebooks/scincl.ipynb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from sdr import book
+from sdr.book.chapter import ChapterCheckFailed, Fit
+from sdr.methods import specter
+from sdr.methods.scincl.recipe import (PAPER_BANDS, Bands, bands_table, band_searches, clip_bands, collision_grid,
+                                       collision_sweep, query_papers, sample_triplets, scaled_bands, share_of_queries,
+                                       sweep_points, with_task_averages)
+from sdr.samplers import band_check, count_collisions, specter_triplets
+from sdr.train import TrainConfig
+
+__all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
+           "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table",
+           "print_plan", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
+           "retrainer", "LikeForLike", "like_for_like", "TABLE1_MODELS", "store", "findings"]
+
+#: The parameters that change SciNCL's training (graph, bands, sampling, optimiser, ablation sizes): they key the
+#: chapter's run folder (``book.run_dir``), with the training data's source line (:func:`train_main_models`).
+TRAINING_PARAMETERS = ("model_name", "model_layers", "seed", "n_papers", "eval_fraction", "graph_dimension",
+                       "graph_comparator", "graph_epochs", "graph_test_fraction", "graph_undirected", "k_pos", "k_hard",
+                       "max_queries", "max_length", "epochs", "batch_size", "accumulation_steps", "learning_rate",
+                       "schedule", "table2_k_hard_shares", "data_fractions", "bitfit_learning_rate", "sweep_fraction",
+                       "sweep_epochs")
+#: SciNCL Table 1's rows set above ours (SciBERT on the released SciDocs; w/ and w/o leakage).
+TABLE1_MODELS = ("SciBERT", "SPECTER", "SciNCL", "SPECTER (random S2ORC w/o leakage)",
+                 "SciNCL (random S2ORC w/o leakage)")
+
+
+# ------------------------------------------------------------------------------------------------- data
+@dataclass
+class TripletGraph:
+    """The citations inside the training triplets (SPECTER drew every positive from its query's references, so each
+    (query, positive) pair is a citation), SciNCL's query papers on it, and the page's name for it."""
+
+    citations: object
+    report: dict
+    query_ids: list[str]
+    label: str
+    query_leakage: pd.DataFrame
+
+    def describe(self) -> str:
+        return (f"{self.label}: {self.report['edges']:,} citations (query → positive) from "
+                f"{self.report['triplets']:,} triplets; {len(self.query_ids):,} query papers (papers with out-edges); "
+                f"{self.report['papers']:,} papers.")
+
+
+def triplet_graph(inputs, training: specter.TrainingSet) -> TripletGraph:
+    """The citation graph of the training triplets, its query papers (:func:`sdr.methods.scincl.query_papers`: the
+    papers with out-edges, as SciNCL kept SPECTER's queries) and their SciDocs leakage audit; named "SPECTER's
+    triplet graph" on the released triplets, "the replica triplets' graph" on the replica.
+
+    Shown in: notebooks/scincl.ipynb, Data."""
+    from sdr.graph import citation_graph_from_triplets
+
+    citations, _, report = citation_graph_from_triplets(training.training.paper_triplets)
+    query_ids = query_papers(citations)
+    label = "SPECTER's triplet graph" if inputs.triplets.real else "the replica triplets' graph"
+    query_leakage = specter.scidocs_leakage({q: training.papers[q] for q in query_ids}, inputs.scidocs.path)
+    return TripletGraph(citations, report, query_ids, label, query_leakage)
+
+
+# ------------------------------------------------------------------------------------------------- the graph embedding
+@dataclass
+class CitationEmbedding:
+    """The BigGraph embedding of the triplet graph, its settings, and its link prediction beside Table 5."""
+
+    embedding: object
+    config: object
+    link_table: pd.DataFrame
+    checks: list[str]
+
+    def describe(self) -> str:
+        return "\n".join([str(self.embedding.report), *self.checks])
+
+
+def graph_config(p):
+    """SciNCL A.5's BigGraph settings with the profile's dimension, comparator, epochs and held-out share."""
+    from sdr.graph import GraphEmbeddingConfig
+
+    return GraphEmbeddingConfig(dimension=p.graph_dimension, comparator=p.graph_comparator, epochs=p.graph_epochs,
+                                test_fraction=p.graph_test_fraction, undirected=p.graph_undirected, seed=p.seed)
+
+
+def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
+    """Embed the triplet graph with PyTorch-BigGraph (:func:`sdr.graph.embed`) and score link prediction on the
+    held-out edges (Table 5's protocol), our row under the paper's. On the replica, whose planted communities are
+    known, the embedding must be informative: link prediction beats chance (AUC 50) by far (AUC above 70), and a
+    paper's 10 nearest neighbours share its community more than three times as often as chance.
+
+    Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
+    from sdr.graph import LINK_PREDICTION_METRICS, embed
+
+    p = run.p
+    config = graph_config(p)
+    embedding = embed(graph.citations, config)
+    ours = pd.DataFrame([{"model": f"BigGraph {p.graph_dimension} {p.graph_comparator.capitalize()}.",
+                          "dimension": p.graph_dimension, "comparator": p.graph_comparator,
+                          **embedding.link_prediction}])
+    paper = book.read_paper_table("scincl_table5")
+    link_table = pd.concat([paper.assign(**{"reported by": "SciNCL Table 5 (S2ORC, 52 M nodes)"}),
+                            ours.assign(**{"reported by": f"this book ({run.profile}, {graph.label})"})],
+                           ignore_index=True)
+    link_table = link_table[["reported by", "model", "dimension", "comparator", *LINK_PREDICTION_METRICS]]
+    if not set(paper["model"]) <= set(link_table["model"]):
+        raise ChapterCheckFailed(f"Table 5's rows {sorted(paper['model'])} are not all on the page")
+    checks = [] if inputs.triplets.real else _planted_community_checks(inputs.synthetic().corpus, embedding)
+    return CitationEmbedding(embedding, config, link_table, checks)
+
+
+def _planted_community_checks(corpus, embedding) -> list[str]:
+    if not embedding.link_prediction["AUC"] > 70:
+        raise ChapterCheckFailed(f"link prediction on the replica's graph: {embedding.link_prediction}, need an AUC "
+                                 "above 70 (chance: 50)")
+    neighbours, _ = embedding.neighbours(k=10)
+    same_community = np.mean([[corpus.community_of(n) == corpus.community_of(q) for n in found]
+                              for q, found in zip(embedding.ids, neighbours)])
+    community_sizes = pd.Series([corpus.community_of(p) for p in embedding.ids]).value_counts()
+    chance = float(((community_sizes / community_sizes.sum()) ** 2).sum())
+    line = f"10 nearest neighbours in the same planted community: {same_community:.2f} (chance {chance:.2f})"
+    if not same_community > 3 * chance:
+        raise ChapterCheckFailed(f"{line}: need more than three times chance")
+    return [line]
+
+
+# ------------------------------------------------------------------------------------------------- sampling
+@dataclass
+class BandCheck:
+    """The band invariants checked on the triplets of a seeded sample of query papers: each triplet's neighbour
+    ranks (:func:`sdr.samplers.band_check`)."""
+
+    ranks: pd.DataFrame
+    checked: list
+    queries: set
+
+    def describe(self) -> str:
+        return f"band invariants hold on {len(self.checked):,} triplets of {len(self.queries):,} query papers"
+
+    def example(self, papers) -> pd.DataFrame:
+        """One query with its positive, a hard and an easy negative, their titles and neighbour ranks."""
+        ranks, first = self.ranks, self.checked[0]
+        hard = next(t for t in self.checked if t.query == first.query and t.kind == "hard")
+        easy = next(t for t in self.checked if t.query == first.query and t.kind == "easy")
+        hard_rank = int(ranks.loc[ranks["query"].eq(hard.query) & ranks["negative"].eq(hard.negative),
+                                  "negative_rank"].iloc[0])
+        return pd.DataFrame({role: {"paper": pid, "title": papers[pid].title, "neighbour rank": rank}
+                             for role, pid, rank in (("query", first.query, 0),
+                                                     ("positive", first.positive, ranks.loc[0, "positive_rank"]),
+                                                     ("hard negative", hard.negative, hard_rank),
+                                                     ("easy negative", easy.negative, "beyond max(k)"))}).T
+
+
+@dataclass
+class TrainingSets:
+    """SciNCL's triplets and SPECTER's sampling on the same graph for the same query papers (§4.2: the same number
+    of triplets), the bands they were sampled with, and the searches the collision sweep shares."""
+
+    bands: Bands
+    requested: Bands
+    n_nodes: int
+    query_ids: list[str]
+    main_queries: list[str]
+    collision_queries: list[str]
+    collision_settings: list[Bands]
+    searches: dict
+    triplets: list
+    report: object
+    specter_triplets: list
+    specter_report: object
+    names: dict[str, str]
+    graph_label: str
+    band_check: BandCheck | None = None
+
+    @property
+    def filled(self) -> int:
+        """SPECTER's hard negatives filled with easy ones (the query had too few references of references)."""
+        return int(self.specter_report.hard_short)
+
+    @property
+    def runs(self) -> dict[str, tuple[str, list]]:
+        """Page name → (run folder, triplets) of the two main runs."""
+        return {self.names["SciNCL"]: ("SciNCL", self.triplets),
+                self.names["SPECTER sampling"]: ("SPECTER_sampling", self.specter_triplets)}
+
+    def describe(self) -> str:
+        hard_wanted = specter.HARD_PER_QUERY * self.specter_report.queries_used
+        lines = [self.bands.describe() + ("" if self.bands == self.requested else
+                                          f" (asked for {self.requested.describe()}; the graph has {self.n_nodes:,} "
+                                          "papers)"),
+                 f"SPECTER sampling on {self.graph_label}: {self.filled:,} of the {hard_wanted:,} hard negatives it "
+                 f"should draw were filled with easy ones ({self.specter_report.hard_short_queries:,} queries had too "
+                 "few references of references)."]
+        return "\n".join(lines + [f"SciNCL sampling: {warning}" for warning in self.report.warnings])
+
+    def bands_table(self, profile: str) -> pd.DataFrame:
+        return bands_table({"paper (SciNCL §5)": PAPER_BANDS, f"this run ({profile})": self.bands})
+
+    def sampling_table(self) -> pd.DataFrame:
+        """Both samplers' queries, triplets, hard and easy negatives, filled hard negatives and collisions."""
+        def row(name, report, triplets):
+            return {"sampler": self.names[name], "queries used": report.queries_used,
+                    "queries skipped": report.queries_skipped, "triplets": len(triplets),
+                    "hard negatives": report.hard_negatives, "easy negatives": report.easy_negatives,
+                    "hard negatives filled with easy ones": report.hard_short, "collisions": count_collisions(triplets)}
+
+        return pd.DataFrame([row("SciNCL", self.report, self.triplets),
+                             row("SPECTER sampling", self.specter_report, self.specter_triplets)]).set_index("sampler")
+
+    def describe_training(self, p) -> str:
+        return (f"{len(self.main_queries):,} query papers, {len(self.triplets):,} triplets a model; inputs cut at "
+                f"{p.max_length} tokens; {p.epochs} epoch(s) of {p.batch_size * p.accumulation_steps}-triplet steps, "
+                f"{p.schedule} schedule; base encoder {p.model_name}"
+                f"{f' (first {p.model_layers} layers)' if p.model_layers else ''}.")
+
+
+def training_sets(run, training: specter.TrainingSet, graph: TripletGraph,
+                  embedded: CitationEmbedding) -> TrainingSets:
+    """SciNCL's kNN bands (the profile's k⁺ and k⁻hard, else :func:`sdr.methods.scincl.scaled_bands`, clipped to the
+    graph) and SPECTER's rule sampled on the same graph for the same ``max_queries`` query papers; one blocked
+    search serves the main sampling and Fig. 5's k⁻hard sweep when both sample the same queries. Checks that both
+    make 5 triplets a query (§4.2) and the band invariants (:func:`_check_bands`), and glues the filled hard
+    negatives for the prose (``scincl_hard_filled``, ``scincl_hard_wanted``).
+
+    Shown in: notebooks/scincl.ipynb, Sampling bands and the two training sets."""
+    p, embedding = run.p, embedded.embedding
+    n_nodes = len(embedding.ids)
+    requested = replace(scaled_bands(n_nodes), **{k: v for k, v in (("k_pos", p.k_pos), ("k_hard", p.k_hard)) if v})
+    bands = clip_bands(requested, n_nodes)  # what the sampler can take from a graph of n_nodes papers
+    main_queries = specter.take_queries(graph.query_ids, p.max_queries, p.seed)
+    collision_queries = share_of_queries(graph.query_ids, p.collision_fraction, p.seed)
+    collision_settings = [replace(bands, k_hard=k) for k in collision_grid(bands, n_nodes, p.collision_k_hard)]
+    searches = band_searches(embedding, {"main": (main_queries, [bands]),
+                                         "collisions": (collision_queries, collision_settings)}, p.seed)
+    triplets, report = searches["main"].triplets(bands)
+    specter_same_graph, specter_report = specter_triplets(graph.citations, candidates=sorted(training.papers),
+                                                          query_ids=main_queries, seed=p.seed, progress=False,
+                                                          verbose=False)
+    if not len(triplets) == len(specter_same_graph) == specter.TRIPLETS_PER_QUERY * len(main_queries):
+        raise ChapterCheckFailed(f"SciNCL §4.2: the same queries make the same number of triplets, "
+                                 f"{specter.TRIPLETS_PER_QUERY} a query; SciNCL made {len(triplets)}, SPECTER's "
+                                 f"sampling {len(specter_same_graph)}, for {len(main_queries)} query papers")
+    names = {"SciNCL": f"SciNCL sampling on {graph.label}{training.leak_label}",
+             "SPECTER sampling": f"SPECTER sampling on {graph.label}{training.leak_label}"}
+    sets = TrainingSets(bands, requested, n_nodes, graph.query_ids, main_queries, collision_queries,
+                        collision_settings, searches, triplets, report, specter_same_graph, specter_report, names,
+                        graph.label)
+    run.glue("hard_filled", f"{sets.filled:,}")
+    run.glue("hard_wanted", f"{specter.HARD_PER_QUERY * specter_report.queries_used:,}")
+    sets.band_check = _check_bands(run, sets, embedding)
+    return sets
+
+
+def _check_bands(run, sets: TrainingSets, embedding) -> BandCheck:
+    """The band invariants on the triplets of ``band_check_queries`` query papers (a seeded sample; 0: all): the
+    positive's neighbour rank in (k⁺ − c⁺, k⁺], a hard negative's in (k⁻hard − c⁻hard, k⁻hard], a filtered-random
+    easy negative's outside the top max(k); nothing is the query; c⁻hard + c⁻easy triplets a query used."""
+    p, bands, triplets = run.p, sets.bands, sets.triplets
+    queries = set(specter.take_queries(sets.main_queries, p.band_check_queries, p.seed))
+    checked = [t for t in triplets if t.query in queries]
+    # a blocked search: memory block × max(k)
+    ranks = band_check(checked, embedding.vectors, embedding.ids, bands, metric=embedding.metric)
+    outside = ranks[~(ranks["positive_in_band"] & ranks["negative_in_band"])]
+    if len(ranks) != len(checked) or len(outside):
+        raise ChapterCheckFailed(f"{len(outside)} of {len(checked)} checked triplets lie outside their bands "
+                                 f"({bands.describe()}), e.g.:\n{outside.head(3)}")
+    if len(triplets) != (bands.c_hard + bands.c_easy) * sets.report.queries_used:
+        raise ChapterCheckFailed(f"{len(triplets)} SciNCL triplets for {sets.report.queries_used} queries, expected "
+                                 f"{bands.c_hard + bands.c_easy} a query")
+    repeated = [t for t in triplets if len({t.query, t.positive, t.negative}) != 3]
+    if repeated:
+        raise ChapterCheckFailed(f"{len(repeated)} SciNCL triplets repeat a paper, e.g. {repeated[:2]}")
+    return BandCheck(ranks, checked, queries)
+
+
+def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
+    """Our training set beside SciNCL Table 4's two (the w/o-leakage unique papers come from A.4's text, a row of
+    their own in the CSV: ``first()`` merges them).
+
+    Shown in: notebooks/scincl.ipynb, Sampling bands and the two training sets."""
+    table4 = book.read_paper_table("scincl_table4").groupby("model", sort=False)[
+        ["replicated_specter_with_leakage", "random_s2orc_without_leakage"]].first()
+    ours = pd.Series({
+        "Training triplets": len(sets.triplets),
+        "Unique paper IDs": len({p for t in sets.triplets for p in (t.query, t.positive, t.negative)}),
+        "Query paper IDs": len(sets.main_queries),
+        "Query paper IDs in SciDocs": int(graph.query_leakage.loc["in test or validation", "training papers in it"]),
+        "Nodes": sets.n_nodes,
+        "Edges": graph.report["edges"],
+    }, name=f"this book ({run.profile}, {graph.label})")
+    return table4.join(ours, how="outer").loc[ours.index]
+
+
+# ------------------------------------------------------------------------------------------------- collisions
+@dataclass
+class Collisions:
+    """Fig. 5's sweep: collisions against k⁻hard, and SPECTER's sampling on the same graph and queries."""
+
+    table: pd.DataFrame
+    specter: int
+    bands: Bands
+    queries: int
+
+    def with_specter(self) -> pd.DataFrame:
+        return self.table.assign(**{"SPECTER collisions": self.specter})
+
+
+def collision_table(run, training: specter.TrainingSet, graph: TripletGraph, embedded: CitationEmbedding,
+                    sets: TrainingSets) -> Collisions:
+    """SciNCL A.8 / Fig. 5 on ``collision_fraction`` of the query papers: collisions of the kNN bands at each k⁻hard
+    of the grid (the search :func:`training_sets` made) and of SPECTER's sampling on the same graph. The shape of
+    Fig. 5 must hold: the narrowest margin collides at least as often as the widest.
+
+    Shown in: notebooks/scincl.ipynb, Collisions against the sampling-induced margin (A.8, Fig. 5)."""
+    p = run.p
+    grid = [setting.k_hard for setting in sets.collision_settings]  # k-hard beyond the graph is the graph
+    table = collision_sweep(embedded.embedding, sets.bands, grid, query_ids=sets.collision_queries, seed=p.seed,
+                            searched=sets.searches["collisions"])
+    specter_all, _ = specter_triplets(graph.citations, candidates=sorted(training.papers),
+                                      query_ids=sets.collision_queries, seed=p.seed, progress=False, verbose=False)
+    if not table["collisions"].iloc[0] >= table["collisions"].iloc[-1]:
+        raise ChapterCheckFailed(f"Fig. 5's shape: the narrowest margin (k-hard {table['k_hard'].iloc[0]}) collides "
+                                 f"less often than the widest (k-hard {table['k_hard'].iloc[-1]}):\n{table}")
+    return Collisions(table, count_collisions(specter_all), sets.bands, len(sets.collision_queries))
+
+
+# ------------------------------------------------------------------------------------------------- training
+def train_config(run) -> TrainConfig:
+    """The chapter's training settings (SPECTER's objective and optimiser, :func:`sdr.methods.specter.train_config`)."""
+    return specter.train_config(run.p, progress=False)
+
+
+def fit_and_release(run, name: str, examples, papers, config: TrainConfig):
+    """Train one run that only its scores outlive (seeds, Table 2's rows, sweep points): its encoder is returned and
+    not kept in ``run.fits``, so a paper run does not hold dozens of encoders on the GPU. The run folder is ``name``
+    with underscores for spaces."""
+    fit = specter.fit_on_triplets(run, name, examples, papers, config, folder=name.replace(" ", "_"), probe=0)
+    run.fits.pop(name, None)
+    return fit.encoder
+
+
+def print_plan(run, training: specter.TrainingSet, sets: TrainingSets, encoder) -> None:
+    """At ``paper``: every input with its size and each training run of the page (the main runs per leaderboard
+    seed, Table 2's rows per ablation seed, the sweep points per sweep seed) with its steps and estimated GPU time,
+    before any training (prints nothing at smoke and real). Every run reads texts of the main runs' papers, so their
+    measured tokens per text stand for all; the Table 2 reference's first seed is the main run.
+
+    Shown in: notebooks/scincl.ipynb, Training."""
+    from sdr.methods.scincl.ablations import table2_plan, table2_seeds
+
+    p = run.p
+    seeds = specter.leaderboard_seeds(p.seed, p.leaderboard_seeds)
+    row_seeds = table2_seeds(p)
+    sweep_queries = share_of_queries(sets.query_ids, p.sweep_fraction, p.seed)
+    points = sweep_points(sets.bands, sets.n_nodes, p.sweeps, p.k_pos_sweep, p.k_hard_sweep)
+    main_run = specter.plan_run("main", sets.triplets, training.papers, encoder, p.epochs,
+                                p.batch_size * p.accumulation_steps, seed=p.seed)
+    per_query = specter.TRIPLETS_PER_QUERY
+    run.data.plan(
+        [dict(main_run, name=f"{name} (seed {run_seed})") for name in ("SciNCL", "SPECTER sampling") for run_seed in seeds]
+        + [dict(main_run, name=f"Table 2 reference (seed {run_seed})") for run_seed in row_seeds[1:] if p.ablations]
+        + [dict(main_run, name=f"Table 2: {row} (seed {run_seed})", examples=per_query * count)
+           for row, count in table2_plan(p.ablations, p.table2_k_hard_shares, p.data_fractions, sets.main_queries,
+                                         p.seed) for run_seed in row_seeds]
+        + [dict(main_run, name=f"Figs. 2-3: {sweep} = {k} (seed {run_seed})", epochs=p.sweep_epochs,
+                examples=per_query * len(sweep_queries)) for sweep, k in points for run_seed in p.sweep_seeds])
+
+
+def train_main_models(run, inputs, training: specter.TrainingSet, sets: TrainingSets) -> dict[str, Fit]:
+    """SciNCL and the SPECTER-sampling baseline, each from a fresh encoder with SPECTER's objective and the chapter's
+    settings, with the before/after loss on about 64 of their triplets; the run folder is keyed by
+    :data:`TRAINING_PARAMETERS` and the training data's source line. Returns the fits by page name.
+
+    Shown in: notebooks/scincl.ipynb, Training."""
+    run.key_runs({"training data": inputs.triplets.source})
+    return specter.train_triplet_models(run, sets.runs, training.papers, train_config(run), probe=64)
+
+
+# ------------------------------------------------------------------------------------------------- SciDocs
+@dataclass
+class Gains:
+    """SciNCL's gain over the untrained encoder (mean of the 8 proximity metrics) and over SPECTER's sampling on the
+    same graph (avg w/o REC)."""
+
+    over_untrained: float
+    over_specter: float
+
+    def describe(self) -> str:
+        return (f"SciNCL - untrained: {self.over_untrained:+.2f} (mean of the 8 USR + CITE metrics); SciNCL - SPECTER "
+                f"sampling: {self.over_specter:+.2f} (avg w/o REC)")
+
+
+def gains(run, ours: pd.DataFrame, names: Mapping[str, str]) -> Gains:
+    """SciNCL minus the untrained encoder and minus SPECTER's sampling, printed and glued for the prose
+    (``scincl_gain``, ``scincl_over_specter``).
+
+    Shown in: notebooks/scincl.ipynb, Evaluation on SciDocs."""
+    scincl_row = ours.loc[names["SciNCL"]]
+    result = Gains(specter.proximity_mean(scincl_row) - specter.proximity_mean(ours.loc["untrained encoder"]),
+                   scincl_row["avg w/o REC"] - ours.loc[names["SPECTER sampling"], "avg w/o REC"])
+    print(result.describe())
+    run.glue("gain", f"{result.over_untrained:+.2f}")
+    run.glue("over_specter", f"{result.over_specter:+.2f}")
+    return result
+
+
+@dataclass
+class SciDocsScorer:
+    """One model's SciDocs row with Table 2's task averages, on the papers read once."""
+
+    path: object
+    papers: dict
+
+    def __call__(self, encoder, recommendations: bool, split: str = "test") -> dict:
+        return with_task_averages(specter.scidocs_scores(encoder, self.papers, self.path, recommendations, split=split))
+
+
+def scidocs_scorer(inputs) -> SciDocsScorer:
+    from sdr.evaluate import scidocs
+
+    return SciDocsScorer(inputs.scidocs.path, scidocs.read_papers(inputs.scidocs.path))
+
+
+# ------------------------------------------------------------------------------------------------- CSFCube and seeds
+def csfcube_table(run, inputs, models: Mapping, names: Mapping[str, str], released: Sequence[str]):
+    """:func:`sdr.methods.specter.csfcube_table` (``csfcube_models`` names the runs "SciNCL" and "SPECTER
+    sampling"); the scored encoders read ``max_length`` tokens again afterwards (Table 2 scores the main run again).
+
+    Shown in: notebooks/scincl.ipynb, CSFCube (test split, every facet)."""
+    csfcube = specter.csfcube_table(run, inputs, models, names, released)
+    for name in csfcube.scored:
+        models[name].max_length = run.p.max_length
+    return csfcube
+
+
+def released_paper_models(run) -> dict[str, str]:
+    """The paper row each released checkpoint is (SciNCL Table 1); the trained rows map to none: they were sampled
+    on a triplet graph, not on S2ORC's citation graph."""
+    return {f"{name} (released checkpoint)": specter.RELEASED_CHECKPOINTS[name] for name in run.p.released_checkpoints}
+
+
+def retrainer(run, training: specter.TrainingSet, graph: TripletGraph, embedded: CitationEmbedding,
+              sets: TrainingSets) -> Callable[[str, int], object]:
+    """``retrain(page name, seed) -> encoder`` for :func:`sdr.methods.specter.seed_rows`: the run trained again on the
+    same query papers and graph embedding, its triplets sampled again with that seed (SciNCL: the same bands, other
+    easy negatives; SPECTER's sampling: other positives and negatives among the same citations); run folder
+    ``"<run> seed <seed>"``.
+
+    Shown in: notebooks/scincl.ipynb, Seeds: the leaderboard models trained again."""
+    config = train_config(run)
+    run_of = {page: name for name, page in sets.names.items()}
+
+    def retrain(page_name: str, seed: int):
+        name = run_of[page_name]
+        examples = (sample_triplets(embedded.embedding, sets.bands, sets.main_queries, seed)[0] if name == "SciNCL"
+                    else specter_triplets(graph.citations, candidates=sorted(training.papers),
+                                          query_ids=sets.main_queries, seed=seed, progress=False, verbose=False)[0])
+        return fit_and_release(run, f"{name} seed {seed}", examples, training.papers, replace(config, seed=seed))
+
+    return retrain
+
+
+# ------------------------------------------------------------------------------------------------- ours next to the paper
+@dataclass
+class LikeForLike:
+    """Our SciNCL and SPECTER-sampling rows beside the paper's like-for-like pair, and both differences."""
+
+    table: pd.DataFrame
+    average: str
+    paper_difference: float
+
+
+def like_for_like(run, ours: pd.DataFrame, names: Mapping[str, str], training: specter.TrainingSet) -> LikeForLike:
+    """The paper's pair for SciNCL against SPECTER's sampling: the w/ leakage pair (SciNCL Table 1 against A.7.10's
+    SPECTER sampling replicated by SciNCL) when our training data overlaps SciDocs, else Table 1's w/o leakage pair;
+    ours on ``avg`` with recommendations, else ``avg w/o REC``.
+
+    Shown in: notebooks/scincl.ipynb, Ours next to the paper."""
+    table1 = book.read_paper_table("scidocs").query("source == 'SciNCL'").set_index("model")["avg"]
+    a7 = book.read_paper_table("scincl_a7").set_index("model")["avg"]
+    if training.with_leakage:
+        pair = {"SciNCL": ("SciNCL, Table 1", float(table1["SciNCL"])),
+                "SPECTER sampling": ("SciNCL, A.7.10", float(a7[
+                    "SPECTER sampling (citations by the query), replicated SPECTER data w/ leakage"]))}
+    else:
+        pair = {"SciNCL": ("SciNCL, Table 1", float(table1["SciNCL (random S2ORC w/o leakage)"])),
+                "SPECTER sampling": ("SciNCL, Table 1", float(table1["SPECTER (random S2ORC w/o leakage)"]))}
+    average = "avg" if run.p.recommendations else "avg w/o REC"
+    table = pd.DataFrame({
+        name: {"ours": names[name], f"ours ({average})": ours.loc[names[name], average], "paper row": pair[name][0],
+               "paper (avg)": pair[name][1]} for name in ("SciNCL", "SPECTER sampling")}).T
+    paper_difference = pair["SciNCL"][1] - pair["SPECTER sampling"][1]
+    table.loc["SciNCL − SPECTER sampling"] = {
+        "ours": "difference",
+        f"ours ({average})": ours.loc[names["SciNCL"], average] - ours.loc[names["SPECTER sampling"], average],
+        "paper row": "difference", "paper (avg)": paper_difference}
+    return LikeForLike(table, average, paper_difference)
+
+
+# ------------------------------------------------------------------------------------------------- the page's record
+def store(run, training: specter.TrainingSet, embedded: CitationEmbedding, sets: TrainingSets, collisions: Collisions,
+          ours: pd.DataFrame, comparison: pd.DataFrame, table2, sweeps, csfcube, seeds, rows: list[dict],
+          gain: Gains):
+    """The SciNCL chapter's record in the results store: its tables, its leaderboard rows (the CSFCube rows of the
+    seeds, the released checkpoints', the SciDocs rows with recommendations; Table 2's rows and the sweeps stay on
+    the page), and what the Summary and the status page read.
+
+    Shown in: notebooks/scincl.ipynb, Ours next to the paper."""
+    p = run.p
+    tables = {"link prediction": embedded.link_table.round(2), "sampling": sets.sampling_table(),
+              "collisions": collisions.table, "SciDocs (ours)": ours.drop(columns="missing embeddings").round(2),
+              "paper vs ours": comparison.round(2), "table 2": table2.table.round(3), "sweeps": sweeps.table.round(3),
+              "leakage": training.leakage.drop(columns="examples").round(3),
+              "CSFCube test": csfcube.table.round(2).reset_index(), "CSFCube seeds": seeds.table.round(3).reset_index()}
+    extra = {"bands": sets.bands.describe(), "ablations": list(p.ablations), "sweeps": list(p.sweeps),
+             "leaderboard": rows, "leaderboard_seeds": seeds.seeds, "gain": gain.over_untrained,
+             "hard negatives filled": sets.filled, "with_leakage": training.with_leakage,
+             "missing embeddings": ours["missing embeddings"].to_dict()}
+    return run.save(tables, extra, sources=csfcube.sources + run.data.model_sources)
+
+
+def findings(run, inputs, training: specter.TrainingSet, sets: TrainingSets, ours: pd.DataFrame, gain: Gains,
+             pair: LikeForLike, table2, seeds) -> str:
+    """What to take from this run, each line computed from its numbers (the paper's from the paper tables).
+
+    Shown in: notebooks/scincl.ipynb, What to take from this chapter."""
+    p = run.p
+    lines = [f"- SciNCL sampling on {sets.graph_label} moved the untrained encoder's proximity mean by "
+             f"{gain.over_untrained:+.2f} on the {inputs.scidocs.kind} SciDocs; SciNCL minus SPECTER sampling on the "
+             f"same graph: {gain.over_specter:+.2f} ({pair.average}; the paper's like-for-like difference: "
+             f"{pair.paper_difference:+.1f}).",
+             f"- SPECTER's sampling filled {sets.filled:,} of its hard negatives with easy ones on this graph; "
+             f"SciNCL's bands made {count_collisions(sets.triplets):,} collisions, SPECTER's "
+             f"{count_collisions(sets.specter_triplets):,}.",
+             f"- {training.leakage_line()}"]
+    deltas = table2.table.drop(index=table2.table.index[:1])["Δ avg w/o REC"] if len(table2.table) else []
+    if len(deltas):
+        lines.append(f"- Table 2 ({table2.protocol}): Δ avg w/o REC from {deltas.min():+.2f} to {deltas.max():+.2f}.")
+    lines += specter.findings(seeds, inputs, p.csfcube_max_length, p.seed)
+    lines += [f"- {name}: SciDocs avg {ours.loc[f'{name} (released checkpoint)', 'avg']:.2f}."
+              for name in p.released_checkpoints]
+    return "\n".join(lines)

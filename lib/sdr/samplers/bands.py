@@ -1,0 +1,446 @@
+"""SciNCL's k-NN bands (Ostendorff et al., §3.3–3.4): positives and hard negatives from bands of a
+paper's nearest neighbours in citation-embedding space, filtered random easy negatives.
+
+:func:`knn_bands` searches once, in blocks, for several band settings (main run + k⁻hard sweep) and keeps
+only the bands (:class:`KnnBands`); :func:`knn_band_triplets` makes one setting's triplets;
+:func:`band_check` is the per-triplet rank table, blocked; :func:`band_recall` measures an approximate
+index's bands against exact search on a sample.
+
+It changes with SciNCL's sampling recipe; the search itself is :mod:`sdr.samplers.knn`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sdr.samplers.examples import SamplingReport, Triplet, _finish
+from sdr.samplers.knn import METRICS, NeighbourIndex, exact_neighbours
+
+
+def _random_rows(n_rows: int, count: int, forbidden: np.ndarray, rng: np.random.Generator) -> list[int]:
+    """Up to ``count`` distinct row numbers in ``[0, n_rows)`` outside ``forbidden`` (unique rows)."""
+    count = min(count, n_rows - len(forbidden))
+    if count <= 0:
+        return []
+    if n_rows - len(forbidden) <= max(4 * count, n_rows // 2):
+        allowed = np.setdiff1d(np.arange(n_rows), forbidden, assume_unique=True)
+        return [int(i) for i in rng.choice(allowed, size=count, replace=False)]
+    chosen: list[int] = []
+    while len(chosen) < count:
+        draws = rng.integers(0, n_rows, size=2 * count + 4)
+        for row in draws[~np.isin(draws, forbidden)].tolist():
+            if row not in chosen:
+                chosen.append(row)
+                if len(chosen) == count:
+                    break
+    return chosen
+
+
+@dataclass(frozen=True)
+class BandSetting:
+    """SciNCL's sampling hyper-parameters (§3.3–3.4) as :func:`knn_bands` keys them; any object with these
+    attributes (such as :class:`sdr.methods.scincl.Bands`) is read through :meth:`of`."""
+
+    k_pos: int = 25
+    c_pos: int = 5
+    k_hard: int = 4000
+    c_hard: int = 2
+    c_easy: int = 3
+    filtered_random: bool = True
+
+    @classmethod
+    def of(cls, setting) -> "BandSetting":
+        if isinstance(setting, cls):
+            return setting
+        if isinstance(setting, Mapping):
+            return cls(**setting)
+        return cls(**{name: getattr(setting, name) for name in cls.__dataclass_fields__})
+
+    def validate(self) -> None:
+        if not (1 <= self.c_pos <= self.k_pos and 0 <= self.c_hard <= self.k_hard and self.c_easy >= 0
+                and self.c_hard + self.c_easy >= 1):
+            raise ValueError(
+                "knn_band_triplets: need 1 <= c_pos <= k_pos, 0 <= c_hard <= k_hard, c_easy >= 0 and "
+                f"c_hard + c_easy >= 1; got k_pos={self.k_pos}, c_pos={self.c_pos}, k_hard={self.k_hard}, "
+                f"c_hard={self.c_hard}, c_easy={self.c_easy}"
+            )
+        if self.c_pos > self.c_hard + self.c_easy:
+            raise ValueError(
+                f"knn_band_triplets: c_pos ({self.c_pos}) must be <= c_hard + c_easy ({self.c_hard + self.c_easy}): "
+                "each negative makes one triplet, so further positives would never be used"
+            )
+
+    def clipped(self, n: int) -> tuple["BandSetting", str | None]:
+        """The setting with ``k`` clipped to ``n − 1`` papers, and the warning that says so (or None)."""
+        if self.k_pos <= n - 1 and self.k_hard <= n - 1:
+            return self, None
+        k_pos, k_hard = min(self.k_pos, n - 1), min(self.k_hard, n - 1)
+        message = (f"k clipped to the corpus: k_pos {self.k_pos} -> {k_pos}, k_hard {self.k_hard} -> {k_hard} "
+                   f"({n} papers).")
+        return BandSetting(k_pos, min(self.c_pos, k_pos), k_hard, min(self.c_hard, k_hard), self.c_easy,
+                           self.filtered_random), message
+
+    @property
+    def depth(self) -> int:
+        return max(self.k_pos, self.k_hard)
+
+
+def _random_rows_marked(n_rows: int, count: int, forbidden: np.ndarray, rng: np.random.Generator,
+                        marked: np.ndarray) -> list[int]:
+    """:func:`_random_rows` with the same draws, its membership test a lookup in ``marked`` (all False on
+    entry and on return) instead of a sort of ``forbidden`` per query."""
+    count = min(count, n_rows - len(forbidden))
+    if count <= 0:
+        return []
+    if n_rows - len(forbidden) <= max(4 * count, n_rows // 2):
+        allowed = np.setdiff1d(np.arange(n_rows), forbidden, assume_unique=True)
+        return [int(i) for i in rng.choice(allowed, size=count, replace=False)]
+    marked[forbidden] = True
+    try:
+        chosen: list[int] = []
+        while len(chosen) < count:
+            draws = rng.integers(0, n_rows, size=2 * count + 4)
+            for row in draws[~marked[draws]].tolist():
+                if row not in chosen:
+                    chosen.append(row)
+                    if len(chosen) == count:
+                        break
+        return chosen
+    finally:
+        marked[forbidden] = False
+
+
+@dataclass
+class KnnBands:
+    """What SciNCL's sampler keeps of one neighbour search: per query and per :class:`BandSetting`, the rows
+    of its positive band, its hard-negative band and its easy negatives (``-1`` where there are fewer).
+
+    Memory ``queries × Σ (c_pos + c_hard + c_easy) × 8`` bytes — not ``queries × max(k)``. Build with
+    :func:`knn_bands`; :meth:`triplets` turns one setting into :class:`Triplet` ids and a report.
+    """
+
+    ids: Sequence[str]
+    query_rows: np.ndarray
+    queries_total: int
+    missing_queries: int
+    settings: dict  # requested BandSetting -> (clipped BandSetting, warning or None)
+    positives: dict
+    hard: dict
+    easy: dict
+    search: str = ""
+    seconds: float = 0.0
+
+    def triplets(self, setting=None, margin: float = 1.0, verbose: bool = False) -> tuple[list[Triplet], SamplingReport]:
+        """The triplets of one setting (the first one searched when None), as :func:`knn_band_triplets`
+        makes them: ``c_hard + c_easy`` per query, positive ``i`` paired with negative ``i``."""
+        key = next(iter(self.settings)) if setting is None else BandSetting.of(setting)
+        if key not in self.settings:
+            raise KeyError(f"KnnBands: setting {key} was not searched; searched {list(self.settings)}")
+        used, warning = self.settings[key]
+        report = SamplingReport(method="knn_band_triplets", queries_total=self.queries_total)
+        if warning:
+            report.warnings.append(warning)
+        if self.missing_queries:
+            report.skipped["not in embeddings"] += self.missing_queries
+        ids = self.ids
+        triplets: list[Triplet] = []
+        for query_row, positive_rows, hard_rows, easy_rows in zip(
+                self.query_rows.tolist(), self.positives[key].tolist(), self.hard[key].tolist(), self.easy[key].tolist()):
+            positives = [ids[i] for i in positive_rows if i >= 0]
+            hard = [ids[i] for i in hard_rows if i >= 0]
+            easy = [ids[i] for i in easy_rows if i >= 0]
+            report.negatives_short += used.c_easy - len(easy)
+            negatives = hard + easy
+            if not positives or not negatives:
+                report.skipped["no neighbours"] += 1
+                continue
+            kinds = ["hard"] * len(hard) + ["easy"] * len(easy)
+            query = ids[query_row]
+            triplets.extend(Triplet(query, positives[j % len(positives)], negative, kind, margin)
+                            for j, (negative, kind) in enumerate(zip(negatives, kinds)))
+            report.queries_used += 1
+            report.hard_negatives += len(hard)
+            report.easy_negatives += len(easy)
+        return _finish(report, triplets, verbose)
+
+
+def _positions_of(ids: Sequence[str], wanted: Iterable[str]) -> dict[str, int]:
+    """Row of each wanted id, by one scan of ``ids`` (no dictionary over the whole corpus)."""
+    wanted = set(wanted)
+    found: dict[str, int] = {}
+    for row, pid in enumerate(ids):
+        if pid in wanted:
+            found[pid] = row
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def knn_bands(
+    embeddings: np.ndarray,
+    ids: Sequence[str],
+    settings: Sequence,
+    *,
+    metric: str = "l2",
+    query_ids: Iterable[str] | None = None,
+    seed: int = 0,
+    index: str | NeighbourIndex = "flat",
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    device: str = "auto",
+    block_size: int = 1024,
+    progress: bool = False,
+) -> KnnBands:
+    """One neighbour search for several SciNCL band settings (the main one and, say, a k⁻hard sweep).
+
+    The index (:class:`NeighbourIndex`; ``index`` names its kind or is a built one) is searched once, in
+    blocks of ``block_size`` queries, to the deepest ``max(k⁺, k⁻hard)`` of all settings; from each block
+    only the band columns and the easy negatives are kept (:class:`KnnBands`). Easy negatives are drawn per
+    setting with their own ``numpy`` generator seeded ``seed``, in query order, so every setting gets the
+    triplets :func:`knn_band_triplets` alone would give with that seed. Queries not in ``ids`` are counted
+    as skipped.
+    """
+    import time
+
+    started = time.perf_counter()
+    vectors = embeddings if getattr(embeddings, "dtype", None) == np.float32 else np.asarray(embeddings, np.float32)
+    if getattr(vectors, "ndim", 0) != 2:
+        raise ValueError(f"knn_band_triplets: embeddings must be a 2-D array [n, d], got shape {np.shape(vectors)}")
+    ids = [str(pid) for pid in ids]  # (a str is returned as itself: no copy of the text)
+    if len(ids) != vectors.shape[0]:
+        raise ValueError(f"knn_band_triplets: {len(ids)} ids for {vectors.shape[0]} embeddings")
+    if metric not in METRICS:
+        raise ValueError(f"knn_band_triplets: metric must be 'l2', 'ip' or 'cosine', got {metric!r}")
+    requested = [BandSetting.of(s) for s in settings]
+    if not requested:
+        raise ValueError("knn_bands: give at least one band setting")
+    for setting in requested:
+        setting.validate()
+    n = len(ids)
+    if n < 2:
+        raise ValueError(f"knn_band_triplets: need at least 2 embeddings, got {n}")
+    if len(set(ids)) != n:
+        duplicates = [pid for pid, count in Counter(ids).items() if count > 1][:5]
+        raise ValueError(f"knn_band_triplets: duplicate ids {duplicates}")
+    clipped = {s: s.clipped(n) for s in requested}
+    depth = max(used.depth for used, _ in clipped.values())
+
+    if query_ids is None:
+        query_rows, total, missing = np.arange(n, dtype=np.int64), n, 0
+    else:
+        queries = [str(q) for q in query_ids]
+        position = _positions_of(ids, queries)
+        known = [position[q] for q in queries if q in position]
+        query_rows, total, missing = np.asarray(known, dtype=np.int64), len(queries), len(queries) - len(known)
+
+    searcher = index if isinstance(index, NeighbourIndex) else NeighbourIndex(
+        vectors, metric, index, nlist=nlist, nprobe=nprobe, device=device, seed=seed)
+    q = len(query_rows)
+    row_type = np.int32 if n < 2 ** 31 else np.int64
+    positives = {s: np.full((q, used.c_pos), -1, row_type) for s, (used, _) in clipped.items()}
+    hard = {s: np.full((q, used.c_hard), -1, row_type) for s, (used, _) in clipped.items()}
+    easy = {s: np.full((q, used.c_easy), -1, row_type) for s, (used, _) in clipped.items()}
+    generators = {s: np.random.default_rng(seed) for s in clipped}
+    marked = np.zeros(n, dtype=bool)
+    done = 0
+    if q:
+        for rows, found in searcher.blocks(query_rows, depth, block_size, progress=progress):
+            block = slice(done, done + len(rows))
+            for s, (used, _) in clipped.items():
+                positives[s][block] = found[:, used.k_pos - used.c_pos:used.k_pos]
+                if used.c_hard:
+                    hard[s][block] = found[:, used.k_hard - used.c_hard:used.k_hard]
+                rng = generators[s]
+                for j, query_row in enumerate(rows.tolist()):
+                    if used.filtered_random:  # strategy III: not within the top max(k); never the query itself
+                        top = found[j, :used.depth]
+                        forbidden = np.append(top[top >= 0], query_row)
+                    else:
+                        forbidden = np.array([query_row])
+                    drawn = _random_rows_marked(n, used.c_easy, forbidden, rng, marked)
+                    easy[s][done + j, :len(drawn)] = drawn
+            done += len(rows)
+    return KnnBands(ids=ids, query_rows=query_rows, queries_total=total, missing_queries=missing,
+                    settings=clipped, positives=positives, hard=hard, easy=easy, search=searcher.describe(),
+                    seconds=time.perf_counter() - started)
+
+
+def knn_band_triplets(
+    embeddings: np.ndarray,
+    ids: Sequence[str],
+    k_pos: int = 25,
+    c_pos: int = 5,
+    k_hard: int = 4000,
+    c_hard: int = 2,
+    c_easy: int = 3,
+    filtered_random: bool = True,
+    seed: int = 0,
+    *,
+    metric: str = "l2",
+    query_ids: Iterable[str] | None = None,
+    margin: float = 1.0,
+    batch_size: int = 1024,
+    progress: bool = True,
+    verbose: bool = True,
+    index: str | NeighbourIndex = "flat",
+    nlist: int | None = None,
+    nprobe: int | None = None,
+    device: str = "auto",
+    neighbours: KnnBands | None = None,
+) -> tuple[list[Triplet], SamplingReport]:
+    """SciNCL's neighbourhood sampling (Ostendorff et al., §3.3–3.4, strategies I + II/III).
+
+    A FAISS index over the citation embeddings (``metric="l2"``, ``"ip"`` inner product, or ``"cosine"`` =
+    inner product of L2-normalised vectors; exact ``IndexFlat`` by default, as SciNCL's "flat index
+    (exhaustive search)", A.5) is searched once per query up to ``max(k_pos, k_hard)`` neighbours
+    ``n_1, n_2, …`` (the query itself removed). Positives are the ``c_pos`` neighbours of the band
+    ``(k_pos − c_pos, k_pos]``, hard negatives the band ``(k_hard − c_hard, k_hard]`` — as
+    ``nearest_idxs[k − c : k]`` in malteos/scincl ``gdt/triples_miner/sampling.py``. ``c_easy`` easy
+    negatives are random papers; with ``filtered_random`` (strategy III, SciNCL's best) those within the top
+    ``max(k)`` neighbours are excluded. The query is never its own easy negative (SciNCL's random pool may
+    contain it).
+
+    Each query yields ``c_hard + c_easy`` triplets (5); positive ``i`` is paired with negative ``i``
+    (cycling through the positives if ``c_pos`` is smaller; a larger ``c_pos`` is refused). A ``k``
+    larger than the corpus allows is clipped to ``len(ids) − 1`` with a counted warning. Defaults are
+    SciNCL's best: k⁺ = 25, c⁺ = 5, k⁻_hard = 4000, c⁻_hard = 2, c⁻easy = 3 (§6, Table 2); the
+    paper's "filtered random" easy negatives are drawn from all ``ids`` (SciNCL draws from the queries).
+
+    Queries are searched in blocks of ``batch_size`` and only the bands are kept (:func:`knn_bands`), so
+    memory stays ``batch_size × max(k)`` during the search and ``queries × 10`` rows after it. ``index``,
+    ``nlist``, ``nprobe`` and ``device`` choose the search (:class:`NeighbourIndex`: ``"ivf"`` for corpora
+    where exact search is too slow, a GPU when present). ``neighbours``: the result of an earlier
+    :func:`knn_bands` that searched this setting (the search is then not repeated).
+    """
+    setting = BandSetting(k_pos, c_pos, k_hard, c_hard, c_easy, filtered_random)
+    if neighbours is None:
+        neighbours = knn_bands(embeddings, ids, [setting], metric=metric, query_ids=query_ids, seed=seed,
+                               index=index, nlist=nlist, nprobe=nprobe, device=device, block_size=batch_size,
+                               progress=progress)
+    else:
+        setting.validate()
+    return neighbours.triplets(setting, margin=margin, verbose=verbose)
+
+
+def band_check(triplets: Sequence[Triplet], embeddings: np.ndarray, ids: Sequence[str], bands, *,
+               metric: str = "l2", block_size: int = 1024, index: str | NeighbourIndex = "flat",
+               device: str = "auto"):
+    """Per triplet, the neighbour rank (1 = nearest, self excluded) of its positive and negative among the
+    query's ``max(k)`` nearest, 0 when outside them, and whether each lies in its band — the table
+    :func:`sdr.methods.scincl.band_ranks` makes, computed with a blocked search (memory ``block_size ×
+    max(k)``, not ``queries × max(k)`` plus a dictionary per query).
+
+    Columns: ``query, positive, negative, kind, positive_rank, negative_rank, positive_in_band,
+    negative_in_band`` — an easy negative is "in band" when it is outside the top ``max(k)`` (filtered
+    random) or anywhere (plain random). A query without a vector raises ``KeyError``.
+    """
+    import pandas as pd
+
+    columns = ["query", "positive", "negative", "kind", "positive_rank", "negative_rank",
+               "positive_in_band", "negative_in_band"]
+    triplets = list(triplets)
+    if not triplets:
+        return pd.DataFrame(columns=columns)
+    bands = BandSetting.of(bands)
+    ids = [str(pid) for pid in ids]
+    n = len(ids)
+    k_max = min(max(bands.k_pos, bands.k_hard), n - 1)
+    position = _positions_of(ids, {pid for t in triplets for pid in (t.query, t.positive, t.negative)})
+    queries = sorted({t.query for t in triplets})
+    missing = [q for q in queries if q not in position]
+    if missing:
+        raise KeyError(f"band_check: {len(missing)} query ids have no vector, e.g. {missing[:3]}")
+    query_rows = np.array([position[q] for q in queries], dtype=np.int64)
+    slot = {q: i for i, q in enumerate(queries)}
+    by_query: dict[int, list[int]] = {}
+    for number, t in enumerate(triplets):
+        by_query.setdefault(slot[t.query], []).append(number)
+    positive_rank = np.zeros(len(triplets), dtype=np.int64)
+    negative_rank = np.zeros(len(triplets), dtype=np.int64)
+    vectors = embeddings if getattr(embeddings, "dtype", None) == np.float32 else np.asarray(embeddings, np.float32)
+    searcher = index if isinstance(index, NeighbourIndex) else NeighbourIndex(vectors, metric, index, device=device)
+    done = 0
+    for rows, found in searcher.blocks(query_rows, k_max, block_size):
+        members = [(done + j, number) for j in range(len(rows)) for number in by_query[done + j]]
+        done += len(rows)
+        block_slots = np.array([s - (done - len(rows)) for s, _ in members], dtype=np.int64)
+        numbers = np.array([number for _, number in members], dtype=np.int64)
+        for target, out in (("positive", positive_rank), ("negative", negative_rank)):
+            target_rows = np.array([position.get(getattr(triplets[i], target), -2) for i in numbers], np.int64)
+            hits = found[block_slots] == target_rows[:, None]
+            out[numbers] = np.where(hits.any(axis=1), hits.argmax(axis=1) + 1, 0)
+    rows = []
+    for number, t in enumerate(triplets):
+        p_rank, n_rank = int(positive_rank[number]), int(negative_rank[number])
+        if t.kind == "hard":
+            negative_ok = bands.k_hard - bands.c_hard < n_rank <= bands.k_hard
+        else:
+            negative_ok = n_rank == 0 or not bands.filtered_random
+        rows.append({"query": t.query, "positive": t.positive, "negative": t.negative, "kind": t.kind,
+                     "positive_rank": p_rank, "negative_rank": n_rank,
+                     "positive_in_band": bands.k_pos - bands.c_pos < p_rank <= bands.k_pos,
+                     "negative_in_band": negative_ok and t.negative != t.query})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def band_recall(embeddings: np.ndarray, settings: Sequence, approximate: NeighbourIndex, *, metric: str = "ip",
+                sample: int = 1000, seed: int = 0, block_size: int = 256, chunk_rows: int = 262_144,
+                nprobes: Sequence[int | None] = (None,)) -> list[dict]:
+    """How well an approximate index (IVF) reproduces SciNCL's bands, against exact search on a sample.
+
+    ``sample`` query rows (seeded) are searched on ``approximate`` to the deepest ``max(k)`` of the settings
+    (once per value of ``nprobes``; None = the index's own) and exactly (:func:`exact_neighbours`, twice as
+    deep, so that displaced neighbours still have an exact rank). Per setting and nprobe:
+    ``positive_band_recall`` / ``hard_band_recall`` — the share of the exact band's rows that the approximate
+    search also puts in the band (strict: one missed nearer neighbour shifts the band); ``top_k_recall`` —
+    the share of the exact top ``max(k)`` found at all; the exact ranks of the rows the approximate search
+    puts in the hard band (median and 95th percentile; beyond the exact depth counts as ``2·depth + 1``),
+    since a hard negative drawn a few ranks deeper than k⁻hard is still a hard negative; and the seconds
+    each search took (``approximate_seconds``, ``exact_seconds``).
+    """
+    import time
+
+    vectors = embeddings
+    n = int(vectors.shape[0])
+    requested = [BandSetting.of(s) for s in settings]
+    clipped = [s.clipped(n)[0] for s in requested]
+    depth = max(s.depth for s in clipped)
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=min(sample, n), replace=False))
+    started = time.perf_counter()
+    exact = exact_neighbours(vectors, rows, min(n - 1, 2 * depth), metric, chunk_rows)
+    exact_seconds = time.perf_counter() - started
+    beyond = 2 * depth + 1
+    results = []
+    for nprobe in nprobes:
+        started = time.perf_counter()
+        approx = np.concatenate([found for _, found in approximate.blocks(rows, depth, block_size, nprobe=nprobe)])
+        approximate_seconds = time.perf_counter() - started
+        for requested_setting, s in zip(requested, clipped):
+            def band_overlap(lo: int, hi: int) -> float:
+                if hi <= lo:
+                    return float("nan")
+                shared = [len(set(a[lo:hi].tolist()) & set(e[lo:hi].tolist()) - {-1}) for a, e in zip(approx, exact)]
+                return float(np.mean(shared) / (hi - lo))
+
+            top = [len(set(a[:s.depth].tolist()) & set(e[:s.depth].tolist()) - {-1}) / s.depth
+                   for a, e in zip(approx, exact)]
+            exact_ranks = []
+            for a, e in zip(approx, exact):
+                rank_of = {row: r for r, row in enumerate(e.tolist(), 1)}
+                exact_ranks += [rank_of.get(row, beyond) for row in a[s.k_hard - s.c_hard:s.k_hard].tolist() if row >= 0]
+            exact_ranks = np.array(exact_ranks or [beyond])
+            results.append({
+                "setting": requested_setting, "queries": len(rows), "depth": s.depth,
+                "positive_band_recall": band_overlap(s.k_pos - s.c_pos, s.k_pos),
+                "hard_band_recall": band_overlap(s.k_hard - s.c_hard, s.k_hard),
+                "top_k_recall": float(np.mean(top)),
+                "hard_exact_rank_median": float(np.median(exact_ranks)),
+                "hard_exact_rank_p95": float(np.percentile(exact_ranks, 95)),
+                "index": approximate.describe(), "nprobe": getattr(approximate, "_last_nprobe", None),
+                "approximate_seconds": approximate_seconds, "exact_seconds": exact_seconds,
+            })
+    return results
