@@ -56,10 +56,11 @@ part "device"
 {
     nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
     PYTHONPATH=$NEW "$PY" -c "
-import sys, torch, transformers, sentence_transformers
+import sys, torch
+from importlib.metadata import version
 cuda = torch.cuda.is_available()
 print('python', sys.version.split()[0], '| torch', torch.__version__, '(CUDA', torch.version.cuda, ') | transformers',
-      transformers.__version__, '| sentence-transformers', sentence_transformers.__version__)
+      version('transformers'), '| sentence-transformers', version('sentence-transformers'))
 print('device:', torch.cuda.get_device_name(0) if cuda else 'CPU', '| SDR_DATA:', __import__('os').environ.get('SDR_DATA'))
 from sdr.encoders import device_plan
 print('plan:', device_plan('cuda' if cuda else 'cpu').describe())
