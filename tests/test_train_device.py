@@ -471,3 +471,17 @@ def test_the_ddp_wrapper_ignores_the_pooler_and_sums(fresh_tiny_encoder, one_pro
     # one process: the sum is the tensor itself (an average over 1 would be too: see the two-process tests,
     # where a mean would halve every update and fail the comparison with one process)
     assert torch.equal(sdr.distributed.sum_gradients(None, _Bucket()).wait(), torch.arange(4.0))
+
+
+def test_the_worker_thread_gets_the_cuda_device_as_an_index(monkeypatch):
+    """torch.cuda.set_device refuses a bare ``cuda`` ("Expected a torch.device with a specified index"): every
+    training run on a GPU failed in the prefetch thread's initializer. The index is read in the calling thread."""
+    calls = []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: calls.append(index))
+    assert sdr.train._cuda_index(torch.device("cuda")) == 3
+    assert sdr.train._cuda_index(torch.device("cuda:1")) == 1
+    assert sdr.train._cuda_index(torch.device("cpu")) is None
+    sdr.train._use_device(sdr.train._cuda_index(torch.device("cuda")))
+    sdr.train._use_device(None)
+    assert calls == [3]

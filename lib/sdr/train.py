@@ -174,11 +174,20 @@ def _trainable_parameters(encoder: Encoder, objective_module: nn.Module | None,
     return named
 
 
-def _use_device(device: torch.device) -> None:
-    """The worker thread's CUDA device: page-locking memory there (the next step's inputs) would otherwise
-    open a context on GPU 0 from every process of a multi-GPU run."""
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+def _cuda_index(device: torch.device) -> int | None:
+    """The index of the CUDA device ``device`` names, read in the calling thread (``cuda`` without an index is
+    that thread's current device); None for other devices."""
+    if device.type != "cuda":
+        return None
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def _use_device(index: int | None) -> None:
+    """The worker thread's CUDA device (an index: ``torch.cuda.set_device`` refuses a bare ``cuda``): page-locking
+    memory there (the next step's inputs) would otherwise open a context on GPU 0 from every process of a
+    multi-GPU run."""
+    if index is not None:
+        torch.cuda.set_device(index)
 
 
 class Trainer:
@@ -335,7 +344,8 @@ class Trainer:
                        and not n.endswith("bias")]
         for parameter in self.frozen:
             parameter.requires_grad_(False)
-        self.prefetcher = ThreadPoolExecutor(max_workers=1, initializer=_use_device, initargs=(encoder.device,)) \
+        self.prefetcher = ThreadPoolExecutor(max_workers=1, initializer=_use_device,
+                                             initargs=(_cuda_index(encoder.device),)) \
             if callable(self.encoder_inputs) else None
         step_loss = StepLoss(encoder, self.objective)
         # several processes: DDP (built after BitFit froze its weights, as it registers what needs gradients)
