@@ -39,6 +39,10 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 PACKED = ("auto", True, False)
 #: the compute capability FlashAttention and fast bf16 need (Ampere); T4 is 7.5, V100 7.0
 FLASH_CAPABILITY = (8, 0)
+DEFAULT_CHUNK_TOKENS = 16384
+"""Tokens a chunk of a training step holds at most (the padded path, and every path on CPU)."""
+PACKED_CHUNK_TOKENS = 65536
+"""Tokens a packed, compiled chunk holds on a GPU: a step of SPECTER's 32 triplets (~19 K tokens) in one chunk."""
 _AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # Hugging Face's fast tokenizers refuse concurrent calls on one tokenizer ("Already borrowed"); the trainer
 # tokenizes the next step on a worker thread, so every call takes this lock (a module-level one: a lock
@@ -83,6 +87,11 @@ class DevicePlan:
     attention: str  # "flash" (packed, FlashAttention), "nested" (packed, SDPA on nested tensors), "padded"
     hf_attention: str  # the model's Hugging Face attention implementation, used by padded chunks
     overridden: tuple[str, ...] = ()  # which of "packed", "precision" were set rather than chosen
+    # the packed FlashAttention path runs its forward through torch.compile (bucketed shapes) in chunks of
+    # PACKED_CHUNK_TOKENS: measured faster on an H200 (benchmarks/results/train_gpu_nvidia-h200.txt: 952.8 vs 630.8
+    # triplets/s eager, no repeated texts); every other path eager in chunks of DEFAULT_CHUNK_TOKENS
+    compiled: bool = False
+    chunk_tokens: int = 16384
 
     @property
     def autocast_dtype(self) -> torch.dtype | None:
@@ -99,7 +108,7 @@ class DevicePlan:
         attention, fp16 autocast + gradient scaler (chosen: FlashAttention and bf16 need sm80+)``."""
         where = self.device_name + (f" (sm{self.capability[0]}{self.capability[1]})" if self.capability else "")
         if self.attention == "flash":
-            path = "packed chunks, variable-length FlashAttention"
+            path = "packed chunks, variable-length FlashAttention" + (", torch.compile" if self.compiled else "")
         elif self.attention == "nested":
             path = "packed chunks, SDPA on nested tensors"
         else:
@@ -167,7 +176,8 @@ def device_plan(device: str | torch.device | None = "auto", model: nn.Module | N
     attention = "flash" if flash else "nested" if use_packed else "padded"
     overridden = tuple(name_ for name_, value in (("packed", packed), ("precision", precision)) if value != "auto")
     return DevicePlan(str(device), name, capability, chosen_precision, chosen_precision == "fp16",
-                      bool(use_packed), attention, hf_attention, overridden)
+                      bool(use_packed), attention, hf_attention, overridden, compiled=bool(flash),
+                      chunk_tokens=PACKED_CHUNK_TOKENS if flash else DEFAULT_CHUNK_TOKENS)
 
 
 def _read_pooling(path: Path) -> str | None:
@@ -268,7 +278,7 @@ class Encoder(nn.Module):
         # one of this many sizes per power of two (sdr.packed.padded_shape) and the text count is dynamic, so a
         # run compiles at most twice, never per step (0: dynamic shapes from the start, no padding);
         # compile_mode: torch.compile's mode (None, or "reduce-overhead": CUDA graphs, one per bucket)
-        self.compile_packed = False
+        self.compile_packed: bool | str = "auto"  # "auto": the device plan's (on for packed FlashAttention)
         self.compile_buckets = 8
         self.compile_mode: str | None = None
         # packed chunks of (nearly) equal token counts: a step's tokens over as few chunks as chunk_tokens
@@ -389,6 +399,14 @@ class Encoder(nn.Module):
         return device_plan(self.device, self.model, self.packed, self.precision)
 
     @property
+    def compiling(self) -> bool:
+        """Whether packed chunks run through torch.compile: :attr:`compile_packed`, or with "auto" the device
+        plan's choice (on for the packed FlashAttention path, where it was measured faster)."""
+        if self.compile_packed == "auto":
+            return self.plan.compiled
+        return bool(self.compile_packed)
+
+    @property
     def packing(self) -> bool:
         """Whether chunks run padding-free (see :attr:`packed`, :attr:`plan` and :mod:`sdr.packed`)."""
         return self.plan.packed
@@ -396,7 +414,7 @@ class Encoder(nn.Module):
     def _pool_packed(self, flat_ids: torch.Tensor, positions: torch.Tensor, offsets: torch.Tensor,
                      shape: "PackedShape", attention: str) -> torch.Tensor:
         pooled = pool_packed_stream(self.model, (flat_ids, positions, offsets), shape.seqlens, self.pooling,
-                                    compiled=self.compile_packed, attention=attention, real=shape.real,
+                                    compiled=self.compiling, attention=attention, real=shape.real,
                                     compile_mode=self.compile_mode)
         return nn.functional.normalize(pooled, dim=-1) if self.normalize else pooled
 
@@ -440,7 +458,7 @@ class Encoder(nn.Module):
         pad = self.tokenizer.pad_token_id or 0
         lengths = [len(row) for row in ids]
         plan = self.plan
-        bucketed = self.compile_packed and self.compile_buckets > 0
+        bucketed = self.compiling and self.compile_buckets > 0
         chunks = []
         for chunk in self.chunks(lengths, max_rows):
             if plan.packed:
@@ -478,7 +496,7 @@ class Encoder(nn.Module):
     def _chunking_key(self, max_rows: int) -> tuple:
         """What host chunks depend on besides the ids: prepared ones are used only while it holds."""
         return (self.chunk_tokens, max_rows, self.plan.packed, self.max_length, str(self.device), self.balance_chunks,
-                self.compile_packed and self.compile_buckets)
+                self.compiling and self.compile_buckets)
 
     def run_chunks(self, prepared: "HostChunks") -> torch.Tensor:
         """Embeddings of :meth:`host_chunks`' texts, in their original order."""

@@ -171,7 +171,7 @@ def compiled_hidden_states(static: bool = False, mode: str | None = None):
     ``static=True``: for streams padded to a few bucketed token counts (:func:`padded_shape`) with constant
     ``seqlens``: the first shape compiles specialized, a second one compiles a graph general in the token count
     (torch's automatic dynamic shapes), so a run compiles at most twice, never per step; with
-    ``mode="reduce-overhead"`` (CUDA graphs) each bucket is one recording. Opt-in: ``Encoder.compile_packed``
+    ``mode="reduce-overhead"`` (CUDA graphs) each bucket is one recording. ``Encoder.compile_packed``
     (and ``Encoder.compile_buckets``, ``Encoder.compile_mode``); measured in benchmarks/bench_train_gpu.py."""
     # static: torch's automatic dynamic shapes (dynamic=None) compile the first token count as it is and, at a
     # second one, one graph for every count; the text count is marked dynamic by the caller

@@ -94,7 +94,7 @@ class TrainConfig:
     bitfit: bool = False  # train only the encoder's bias terms (BitFit, Ben Zaken et al. 2022; SciNCL Table 2)
     # Each forward pass runs its distinct texts in length-sorted chunks of at most this many padded tokens,
     # each padded only to its own longest text (0: one chunk per call).
-    chunk_tokens: int = 16384
+    chunk_tokens: int | None = None  # None: the device plan's (sdr.encoders.DevicePlan.chunk_tokens)
     # Recompute each chunk's activations in the backward pass: memory of one chunk, not of the whole
     # optimizer step, for about a third more compute. Turn on when the effective batch does not fit.
     recompute_chunks: bool = False
@@ -128,7 +128,7 @@ class TrainResult:
 
 
 #: TrainConfig fields that do not change what a run computes: a resumed run may differ in them.
-NOT_IDENTITY = ("progress", "checkpoint_every", "recompute_chunks")
+NOT_IDENTITY = ("progress", "checkpoint_every", "recompute_chunks", "chunk_tokens")
 
 
 READ_LOSSES_EVERY = 8
@@ -151,7 +151,7 @@ def _shrink_chunks(encoder: Encoder) -> dict | None:
     if not encoder.recompute_chunks:
         encoder.recompute_chunks = True
     elif encoder.chunk_tokens == 0 or encoder.chunk_tokens > MIN_CHUNK_TOKENS:
-        current = encoder.chunk_tokens or TrainConfig.chunk_tokens
+        current = encoder.chunk_tokens or encoder.plan.chunk_tokens
         encoder.chunk_tokens = max(MIN_CHUNK_TOKENS, current // 2)
     else:
         return None
@@ -336,7 +336,8 @@ class Trainer:
         mode and the progress bar."""
         encoder, config = self.encoder, self.config
         self.settings_before = encoder.chunk_tokens, encoder.recompute_chunks, encoder.precision
-        encoder.chunk_tokens, encoder.recompute_chunks = config.chunk_tokens, config.recompute_chunks
+        encoder.chunk_tokens = config.chunk_tokens if config.chunk_tokens is not None else encoder.plan.chunk_tokens
+        encoder.recompute_chunks = config.recompute_chunks
         if not config.bf16:
             encoder.precision = "fp32"
         # BitFit: no gradient for the frozen weights at all (saves their backward work); restored at the end
