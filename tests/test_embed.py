@@ -322,3 +322,10 @@ def test_an_outside_model_joins_the_summary_at_the_profiles_length_with_its_inte
     record = json.loads(records[0].read_text())
     assert record["input_tokens"] == 48 and not record["input_tokens_overridden"]
     assert record["model_identity"]["weights_sha256"] and record["libraries"]["torch"] and record["batch_size"] == 32
+
+
+def test_normalisation_can_be_set_so_untrained_and_trained_folders_read_alike():
+    """Issue 33: the MiniLM folder declares a Normalize step (unit-length vectors), a chapter's saved folder does
+    not; a comparison passes normalize=False (or True) so both are read the same way."""
+    assert embed.load_model("minilm", layers=1, device="cpu").normalize is True  # the folder's declaration
+    assert embed.load_model("minilm", layers=1, device="cpu", normalize=False).normalize is False

@@ -60,7 +60,8 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
                    pooling: str | None = None, layers: int = 0,
                    device: str = "auto", batch_size: int = 32, csfcube_queries: str = "abstract",
                    download: bool = False, embeddings_dir: str | Path | None = None, progress: bool = False,
-                   n_jobs: int = 1, cache: bool | str | Path = True, lengths: Mapping[str, int] | None = None) -> dict:
+                   n_jobs: int = 1, cache: bool | str | Path = True, lengths: Mapping[str, int] | None = None,
+                   normalize: bool | None = None) -> dict:
     """Embed and score ``model`` on ``benchmarks`` (None: every benchmark whose data is found, the others listed
     under ``"skipped"`` with the reason; named benchmarks must all have data). ``data_dirs`` overrides a
     benchmark's folder. ``embeddings_dir`` also writes each benchmark's vectors as ``<benchmark>.jsonl``.
@@ -93,7 +94,7 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
             skipped[name] = str(error)
     if not located:
         raise FileNotFoundError("no benchmark data found: " + "; ".join(skipped.values()))
-    encoder = embed.load_model(model, max_length, pooling, layers, device)
+    encoder = embed.load_model(model, max_length, pooling, layers, device, normalize)
     store_cache, identity, cached = None, None, []
     if cache:
         from sdr.evaluate.cache import EmbeddingCache, model_identity, model_location
