@@ -256,7 +256,7 @@ SESSION_HOURS = 12
 
 def t4_words(plan: CostPlan, part: str) -> str:
     """What a Colab T4 user can finish of ``part``, in words, from the plan's T4 hours (GPU, scaled from the
-    measured H100) and its largest single run: :data:`PARTS` says these words, a test keeps them equal."""
+    measured GPU) and its largest single run: :data:`PARTS` says these words, a test keeps them equal."""
     lines = [w for w in plan.work if w.part == part]
     total = sum(w.gpu_hours("Tesla T4") for w in lines)
     largest = max((w.gpu_hours("Tesla T4") / max(w.runs, 1) for w in lines), default=0.0)
