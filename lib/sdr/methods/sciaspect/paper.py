@@ -31,8 +31,8 @@ __all__ = ["PARTS", "TRAINING_PARTS", "row_part", "selected_parts", "thesis_size
            "DRY_RUN_BRANCHES", "write_dry_run_citations"]
 
 # ------------------------------------------------------------------------------------------------- parts
-_NO_RUN_IN_ONE_SESSION = ("no training run fits one 12-hour session: each takes several, resume = True continuing "
-                          "from its last checkpoint")
+_NO_RUN_IN_ONE_SESSION = ("not all in one 12-hour session, and some training runs take several: resume = True "
+                          "skips the finished runs and continues the interrupted one from its last checkpoint")
 #: The chapter's parts: what each reproduces, whether the headline ``paper`` run (``parts: headline``) runs it, and
 #: what a Colab T4 user can finish of it (from :func:`cost_plan` at ``paper``; tests/test_sciaspect_paper.py keeps
 #: the words true to the plan's T4 hours: one session is at most 12 hours).
@@ -265,8 +265,8 @@ def t4_words(plan: CostPlan, part: str) -> str:
     if largest <= SESSION_HOURS:
         return (f"each run in one {SESSION_HOURS}-hour session; all of it in several sessions (resume = True skips "
                 "the finished runs)")
-    return (f"no training run fits one {SESSION_HOURS}-hour session: each takes several, resume = True continuing "
-            "from its last checkpoint")
+    return (f"not all in one {SESSION_HOURS}-hour session, and some training runs take several: resume = True skips "
+            "the finished runs and continues the interrupted one from its last checkpoint")
 
 
 def _train_how(p, row_run) -> str:
