@@ -196,16 +196,6 @@ def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
     CitationFetcher(folder, client, progress=False).fetch(anchors)
 
 
-def write_s2_citations_thesis(folder: Path, fixture: FixtureCorpus) -> None:
-    """The thesis' Semantic Scholar pages, written by the real fetcher from the synthetic Graph API. The anchors are
-    every third query of the triplets: the thesis' 136,820 anchors are a minority of the papers their pages reach,
-    and with every paper an anchor its rule "excluding all anchor papers" would leave no hard negative."""
-    from sdr.synthetic.s2_api import write_citation_pages
-
-    anchors = list(dict.fromkeys(q for q, _, _ in fixture.triplets()))[::3]
-    write_citation_pages(fixture.train, folder, anchors=anchors, ids=fixture.corpus_ids)
-
-
 def write_flew_triplets(folder: Path, fixture: FixtureCorpus) -> None:
     """FLeW's released triplets (corpus ids) for the training part's papers with an edge in every facet."""
     from sdr.synthetic.s2_api import write_flew_triplets as write
@@ -268,6 +258,13 @@ def write_s2orc_specter(folder: Path, fixture: FixtureCorpus) -> None:
                     opener=lambda url: io.BytesIO(gzip.compress(shard.encode())), progress=False)
 
 
+def _method(chapter: str):
+    """A chapter's methods package, imported when its fixture is written (it imports torch)."""
+    import importlib
+
+    return importlib.import_module(f"sdr.methods.{chapter}")
+
+
 WRITERS = {
     "scirepeval_cite_prediction": write_scirepeval_cite_prediction,
     "specter_wol": write_specter_wol,
@@ -282,7 +279,7 @@ WRITERS = {
     "academic_phrasebank": copy_fixture("cfs3/phrasebank"),
     "scicite": copy_fixture("scicite", (("dev.jsonl", "dev.jsonl"), ("dev.jsonl", "test.jsonl"))),
     "s2orc_sample": copy_fixture("s2orc", (("metadata.jsonl", "metadata/sample.jsonl"),)),
-    "s2_citations_thesis": write_s2_citations_thesis,
+    "s2_citations_thesis": lambda folder, fixture: _method("sciaspect").write_dry_run_citations(folder, fixture),
     "flew_triplets": write_flew_triplets,
     "s2ag_citations_flew": write_s2ag_citations_flew,
     "scirepeval": write_scirepeval_registry,

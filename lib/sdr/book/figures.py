@@ -138,7 +138,6 @@ def sweeps(run, curves: Mapping[str, pd.DataFrame], log_x: Sequence[str] = (), y
         axes[rows - 1, column].set_xlabel(name)
     figure.tight_layout()
     _finish(run, figure, -0.03)
-    return long
 
 
 # ------------------------------------------------------------------------------------------------- SciNCL

@@ -549,6 +549,8 @@ CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
     "specter": ("allenai/specter",),  # SciNCL Table 1's SPECTER row, scored on SciDocs and CSFCube
     "scincl": ("malteos/scincl",),  # SciNCL Table 1's SciNCL row
     "cosaemb": ("allenai/specter",),  # Table 6's SPECTER row
+    # the thesis' Tables 6.8-6.9 (MDCR); its base model SciBERT (Tables 6.2, 6.8) is the chapter's model_name
+    "sciaspect": ("malteos/scincl", "allenai/specter"),
 }
 
 

@@ -12,8 +12,10 @@
 The package is split by what changes each part: :mod:`.data` (the thesis' citation data and its evaluation sets'
 papers), :mod:`.sampling` (the samplers and their rules), :mod:`.recipe` (objectives, training setup, embeddings),
 :mod:`.registry` (what the chapter samples, trains and shows, said once), :mod:`.chapter` (the chapter's steps up to
-training) and :mod:`.scoring` (its scoring steps and its record). Everything is re-exported here, so
-``from sdr.methods import sciaspect; sciaspect.X`` reaches any of them.
+training), :mod:`.scoring` (its scoring steps and its record), :mod:`.paper` (the chapter at ``paper``: its
+parts, its whole cost, the released checkpoints the thesis reports, the dry run's branches and fixture) and
+:mod:`.fidelity` (the rule that pairs our rows with the thesis', and the page's list of what differs). Everything
+is re-exported here, so ``from sdr.methods import sciaspect; sciaspect.X`` reaches any of them.
 """
 
 from sdr.methods.sciaspect.data import *  # noqa: F401,F403
@@ -28,5 +30,10 @@ from sdr.methods.sciaspect.chapter import *  # noqa: F401,F403
 from sdr.methods.sciaspect.chapter import __all__ as _chapter_all
 from sdr.methods.sciaspect.scoring import *  # noqa: F401,F403
 from sdr.methods.sciaspect.scoring import __all__ as _scoring_all
+from sdr.methods.sciaspect.paper import *  # noqa: F401,F403
+from sdr.methods.sciaspect.paper import __all__ as _paper_all
+from sdr.methods.sciaspect.fidelity import *  # noqa: F401,F403
+from sdr.methods.sciaspect.fidelity import __all__ as _fidelity_all
 
-__all__ = [*_data_all, *_sampling_all, *_recipe_all, *_registry_all, *_chapter_all, *_scoring_all]
+__all__ = [*_data_all, *_sampling_all, *_recipe_all, *_registry_all, *_chapter_all, *_scoring_all, *_paper_all,
+           *_fidelity_all]

@@ -9,7 +9,7 @@ page keeps one line per claim. Shown in: notebooks/sciaspect.ipynb.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,16 +19,18 @@ import pandas as pd
 
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
-from sdr.methods.sciaspect.data import (ThesisData, read_mdcr_papers, read_thesis_citations,
+from sdr.methods.sciaspect.data import (ThesisData, corpus_id_aliases, read_mdcr_papers, read_thesis_citations,
                                         remove_evaluation_papers, scirepeval_papers, write_s2_citations_replica)
-from sdr.methods.sciaspect.recipe import PROBE_SIZE, Run, embedding_variants, paper_train_config, train_runs
-from sdr.methods.sciaspect.registry import (CSFCUBE_MODELS, MIN_SHARE_LOWERED, NAMED_MODELS, RULE_LEVEL, SAMPLERS,
+from sdr.methods.sciaspect.paper import row_part, selected_parts
+from sdr.methods.sciaspect.recipe import Run, embedding_variants, paper_train_config, train_runs
+from sdr.methods.sciaspect.registry import (CSFCUBE_MODELS, NAMED_MODELS, RULE_LEVEL, SAMPLERS,
                                             TRAINED_ROWS)
 from sdr.methods.sciaspect.sampling import aspect_neighbours, violations
 from sdr.methods.specter.recipe import leaderboard_seeds
 
 __all__ = ["chapter_inputs", "TrainingData", "training_data", "Samples", "sample_every_table", "check_rules",
-           "trained_rows", "run_folder", "EmbeddingCache", "Models", "train_models", "expect_lower_probe_loss"]
+           "all_trained_rows", "trained_rows", "run_folder", "EmbeddingCache", "Models", "train_models",
+           "expect_lower_probe_loss"]
 
 
 # ------------------------------------------------------------------------------------------------- data
@@ -108,14 +110,22 @@ class TrainingData:
 def training_data(run, inputs) -> TrainingData:
     """Read the thesis' citation graph (:func:`read_thesis_citations`) and the papers of every evaluation set, and
     remove each evaluation paper found in the graph with its edges (:func:`remove_evaluation_papers`, which counts
-    them per set). Shown in: notebooks/sciaspect.ipynb, Data: a citation graph with intents."""
+    them per set; removing any is the paper path's leakage branch, recorded); on real data a set keyed by S2 corpus
+    ids (CSFCube, SciRepEval) is compared through the corpus ids the fetch gave (:func:`corpus_id_aliases`). Shown
+    in: notebooks/sciaspect.ipynb, Data: a citation graph with intents."""
+    from sdr import datasets
     from sdr.evaluate import csfcube, scidocs
 
     read = read_thesis_citations(inputs.citations.path)
     evaluation = {"SciDocs": scidocs.read_papers(inputs.scidocs.path), "MDCR": read_mdcr_papers(inputs.mdcr.path),
                   "SciRepEval": scirepeval_papers(inputs.scirepeval.path),  # sdr evaluate all embeds them itself
                   "CSFCube": csfcube.read_csfcube_papers(inputs.csfcube.path)}
-    kept, overlap = remove_evaluation_papers(read, evaluation)
+    # corpus ids compare only real data: a replica's or fixture's synthetic corpus ids (900000 + i) can equal a real
+    # CSFCube id by chance (900029 is one)
+    real = inputs.citations.kind == "real" and not datasets.dry_run()
+    kept, overlap = remove_evaluation_papers(read, evaluation, corpus_id_aliases(inputs.citations.path) if real else None)
+    if overlap.loc["all (removed)", "in the training graph"] > 0:
+        run.branch("evaluation papers removed from the training graph")
     if not kept.anchors:
         raise ChapterCheckFailed(f"no anchor is left in {inputs.citations.path} after removing the evaluation papers:\n"
                                  f"{overlap}")
@@ -200,17 +210,25 @@ def check_rules(samples: Samples, training: TrainingData, max_checked: int, seed
 
 
 # ------------------------------------------------------------------------------------------------- training
-def trained_rows(run) -> dict[tuple[str, str], Run]:
-    """(table, row label as in the thesis' table) → the run that trains it, for every value the profile lists in
-    the parameters of :data:`TRAINED_ROWS`; a value no sampler of :data:`SAMPLERS` makes is refused."""
+def all_trained_rows(p) -> dict[tuple[str, str], Run]:
+    """(table, row label as in the thesis' table) → the run that trains it, for every value the parameters ``p``
+    list in the parameters of :data:`TRAINED_ROWS`, whatever part trains it (the cost plan counts them all); a value
+    no sampler of :data:`SAMPLERS` makes is refused."""
     rows = {}
     for parameter, table_rows in TRAINED_ROWS.items():
-        for key, row_run in table_rows.rows(getattr(run.p, parameter)).items():
+        for key, row_run in table_rows.rows(getattr(p, parameter)).items():
             if row_run.examples not in SAMPLERS:
                 raise ValueError(f"{parameter}: {key[1]!r} is not a row this chapter samples; "
                                  f"expected one of {[v for m, v in SAMPLERS if m == row_run.examples[0]]}")
             rows[key] = row_run
     return rows
+
+
+def trained_rows(run) -> dict[tuple[str, str], Run]:
+    """The rows of :func:`all_trained_rows` whose part (:func:`sdr.methods.sciaspect.paper.row_part`) this run runs
+    (``parts``: at ``paper`` the headline parts by default, i.e. Table 6.2's four models)."""
+    parts = selected_parts(run)
+    return {key: row_run for key, row_run in all_trained_rows(run.p).items() if row_part(key) in parts}
 
 
 def run_folder(run) -> Path:
@@ -272,15 +290,19 @@ class Models:
 
 
 def train_models(run, training: TrainingData, samples: Samples) -> Models:
-    """Train every row :func:`trained_rows` lists from one encoder with one budget (:func:`train_runs`): each sees
-    ``train_examples`` instances of its sampler (a seeded subset; 0: all) after 8 are held out as its probe, with
-    the thesis' optimizer and cosine schedule at the profile's sizes (:func:`paper_train_config`), checkpointed in
-    :func:`run_folder`. At ``paper`` the plan is printed first. The budget becomes a line of every later caption.
+    """Train every row :func:`trained_rows` lists (the rows of the parts this run runs) from one encoder with one
+    budget (:func:`train_runs`): each sees ``train_examples`` instances of its sampler (a seeded subset; 0: all)
+    after 8 are held out as its probe, with the thesis' optimizer and cosine schedule at the profile's sizes
+    (:func:`paper_train_config`), checkpointed in :func:`run_folder`. The budget becomes a line of every later
+    caption. Records the paper path's branches it takes (:data:`DRY_RUN_BRANCHES`): [CLS] pooling, the
+    miscellaneous head trained (:func:`misc_heads_trained`), every run past its warm-up.
 
     Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget."""
     p = run.p
     base = run.encoder(pooling=p.pooling, max_length=p.max_length)
     print("encoding path:", base.plan.describe())
+    if base.pooling == "cls":
+        run.branch("[CLS] pooling")
     texts = {pid: base.paper_text(paper) for pid, paper in training.papers.items()}
     config = paper_train_config(epochs=p.epochs, batch_size=p.batch_size, accumulation_steps=p.accumulation_steps,
                                 learning_rate=p.learning_rate, warmup_steps=p.warmup_steps, seed=p.seed,
@@ -296,55 +318,77 @@ def train_models(run, training: TrainingData, samples: Samples) -> Models:
         raise ValueError(f"csfcube_models {not_trained}: not a model trained at this profile (CSFCube scores "
                          f"{['untrained', *CSFCUBE_MODELS]}; their rows come from sciaspect_variants and alphas)")
     seeds = leaderboard_seeds(p.seed, p.leaderboard_seeds)
-    _print_plan(run, runs, samples, seeds, leaderboard_models)
+    if len(seeds) > 1 and not run.runs_part("seeds"):
+        seeds = seeds[:1]
     trained, losses, history, folders = train_runs(runs, samples.example_sets, base, texts, config, folder,
                                                    train_examples=p.train_examples, seed=p.seed, resume=p.resume)
     print(budget)
-    print("trained rows: " + "; ".join(f"{rows.table} ({parameter}) {getattr(p, parameter)}"
-                                       for parameter, rows in TRAINED_ROWS.items()))
+    print("trained rows: " + "; ".join(f"{table} {label}" for table, label in runs))
+    if misc_heads_trained(runs, trained, samples, p.train_examples, p.seed):
+        run.branch("misc head trained")
+    if (losses["optimizer steps"] > p.warmup_steps).all():
+        run.branch("trained past warm-up")
+    else:
+        print(f"runs that end inside their {p.warmup_steps} warm-up steps: "
+              f"{list(losses.index[losses['optimizer steps'] <= p.warmup_steps])}")
     run.add_source(budget)
     return Models(base, texts, config, folder, budget, runs, trained, losses, history, folders, seeds,
                   leaderboard_models)
 
 
-def _print_plan(run, runs: Mapping[tuple[str, str], Run], samples: Samples, seeds: Sequence[int],
-                leaderboard_models: Sequence[str]) -> None:
-    """At ``paper``: the inputs and their sizes, each distinct run's instances, steps and estimated GPU time, and the
-    leaderboard models' extra seeds (:meth:`sdr.datasets.ChapterData.plan`); elsewhere nothing."""
-    p = run.p
-    distinct = {row_run: key for key, row_run in reversed(list(runs.items()))}  # a model trained once serves several rows
+def misc_heads_trained(runs: Mapping[tuple[str, str], Run], trained: Mapping, samples: Samples, train_examples: int,
+                       seed: int) -> list[tuple[str, str]]:
+    """The rows whose objective has a miscellaneous head (Table 6.4's "w/ misc aspect" rows) that trained on
+    miscellaneous instances and moved away from its identity start."""
+    import torch
 
-    def entry(name, row_run):
-        examples = samples.example_sets[row_run.examples]
-        return {"name": name, "epochs": p.epochs, "effective_batch": p.batch_size * p.accumulation_steps,
-                "tokens_per_text": p.max_length,
-                "examples": min(len(examples) - PROBE_SIZE, p.train_examples or len(examples)),
-                "texts_per_example": float(np.mean([1 + len(e.positives) + len(e.negatives)
-                                                    + len(getattr(e, "global_negatives", [])) for e in examples]))}
+    from sdr.corpus import MISCELLANEOUS
+    from sdr.methods.sciaspect.recipe import split_probe
 
-    run.data.plan([entry(" / ".join(key), row_run) for row_run, key in distinct.items()]
-                  + [entry(f"{name} (seed {run_seed})", runs[NAMED_MODELS[name]])
-                     for run_seed in seeds[1:] for name in leaderboard_models])
+    found = []
+    for key, row_run in runs.items():
+        heads = getattr(trained[key][1], "heads", {})
+        if MISCELLANEOUS not in heads:
+            continue
+        examples, _ = split_probe(samples.example_sets[row_run.examples], train_examples, seed)
+        head = heads[MISCELLANEOUS]
+        identity = torch.eye(head.weight.shape[0], device=head.weight.device, dtype=head.weight.dtype)
+        if any(e.aspect == MISCELLANEOUS for e in examples) and not torch.equal(head.weight.detach(), identity):
+            found.append(key)
+    return found
 
 
-def expect_lower_probe_loss(run, models: Models, share: float = MIN_SHARE_LOWERED,
-                            always: str = "SPECTERCL") -> bool:
-    """The check with teeth of training: the held-out probe's loss went down in at least ``share`` of the runs, and
-    always for the ``always`` model. Not applied in the paper dry run, whose one optimizer step is the first of the
-    thesis' 100 warm-up steps (a learning rate near 0): it runs the code, it cannot learn. Returns whether it ran.
+def expect_lower_probe_loss(run, models: Models, always: str = "SPECTERCL") -> bool:
+    """The check with teeth of training: the held-out probe's loss of the ``always`` model (SPECTERCL, 1p 5n) went
+    down by more than ``min_probe_loss_drop``, a margin set from its measured seed spread (profiles.yml says how),
+    and, where the profile sets ``check_every_probe_loss``, every run's went down. Every run's drop is shown. Not
+    applied in the paper dry run: its random stand-in trains a few steps at the thesis' learning rate, where no
+    margin was measured. Returns whether it ran.
+
     Shown in: notebooks/sciaspect.ipynb, Training: every model with the same budget."""
+    from IPython.display import display
+
     from sdr import datasets
 
+    p = run.p
     losses = models.losses
-    improved = losses["loss after"] < losses["loss before"]
+    drops = (losses["loss before"] - losses["loss after"]).astype(float).rename("probe loss drop")
+    display(drops.to_frame().round(4))
+    improved = drops > 0
     print(f"held-out loss lowered in {improved.sum()} of {len(improved)} runs")
     if datasets.dry_run():
-        print("check not applied: the paper dry run trains one warm-up step")
+        print("check not applied: the paper dry run's random stand-in trains a few steps; the margin was measured at "
+              "smoke")
         return False
-    if not improved.mean() >= share:
-        raise ChapterCheckFailed(f"training did not lower the held-out loss for {list(losses.index[~improved])}")
     key = NAMED_MODELS[always]
-    if not losses.loc[key, "loss after"] < losses.loc[key, "loss before"]:
-        raise ChapterCheckFailed(f"training did not lower the held-out loss of {always} {key}: "
-                                 f"{losses.loc[key, 'loss before']:.4f} -> {losses.loc[key, 'loss after']:.4f}")
+    if not drops[key] > p.min_probe_loss_drop:
+        raise ChapterCheckFailed(f"training did not lower the held-out loss of {always} {key} by more than "
+                                 f"{p.min_probe_loss_drop:g}: {losses.loc[key, 'loss before']:.4f} -> "
+                                 f"{losses.loc[key, 'loss after']:.4f}")
+    print(f"check passed: {always}'s held-out loss {drops[key]:+.4f} lower, more than {p.min_probe_loss_drop:g}")
+    if p.check_every_probe_loss and not improved.all():
+        raise ChapterCheckFailed(f"training did not lower the held-out loss for {list(losses.index[~improved])}")
+    if not p.check_every_probe_loss:
+        print("the other runs' drops are shown, not checked at this profile (check_every_probe_loss; profiles.yml: "
+              "at smoke's two steps they went either way over 8 seeds)")
     return True

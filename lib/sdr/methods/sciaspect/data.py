@@ -17,8 +17,10 @@ import numpy as np
 
 from sdr.corpus import CitationGraph, Paper, ReadReport, read_s2_citations
 
-__all__ = ["ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "remove_evaluation_papers",
-           "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "table_6_11_rows"]
+__all__ = ["ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "corpus_id_aliases",
+           "remove_evaluation_papers",
+           "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "TABLE_6_11_REGRESSION", "TASKS_COUNTED",
+           "table_6_11_rows"]
 
 @dataclass
 class ThesisData:
@@ -96,14 +98,45 @@ def id_form(ids: Iterable[str]) -> str:
     return forms.pop() if len(forms) == 1 else "mixed" if forms else "none"
 
 
-def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Iterable[str]]):
+def corpus_id_aliases(folder: str | Path) -> dict[str, str]:
+    """S2 paper id → S2 corpus id of every paper of a ``s2_citations_thesis`` folder whose record carries one: the
+    anchors (``papers.jsonl``, ``externalIds.CorpusId`` of ``/paper/batch``) and every linked paper whose page record
+    has ``corpusId`` (none today: the fetch's ``LINK_FIELDS`` do not request it; issue 36's bulk-dataset route, or the
+    field added to the fetch, fills it and :func:`remove_evaluation_papers` then compares every paper)."""
+    import json
+
+    folder = Path(folder)
+    aliases: dict[str, str] = {}
+    papers = folder / "papers.jsonl"
+    if papers.exists():
+        for line in papers.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            corpus_id = (record.get("externalIds") or {}).get("CorpusId")
+            if record.get("paperId") and corpus_id is not None:
+                aliases[str(record["paperId"])] = str(corpus_id)
+    for kind, role in (("references", "citedPaper"), ("citations", "citingPaper")):
+        path = folder / f"{kind}.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for link in (json.loads(line).get("data") or []) if line.strip() else []:
+                other = (link or {}).get(role) or {}
+                if other.get("paperId") and other.get("corpusId") is not None:
+                    aliases[str(other["paperId"])] = str(other["corpusId"])
+    return aliases
+
+
+def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Iterable[str]],
+                             aliases: Mapping[str, str] | None = None):
     """Drop every paper of the evaluation sets from the training data, and count what each set removed.
 
     The thesis made sure "that there is no overlap between the training documents and the documents used to
     test" (§4.3); here the overlap is measured and filtered, never assumed: each evaluation paper found in the
-    training graph leaves it with its edges (so it is no anchor, positive or negative). Ids are compared only
-    within one id space (:func:`id_form`): a set whose ids are in another space than the training graph's gets no
-    count (NaN, "not comparable") instead of a false 0, and nothing is removed for it.
+    training graph leaves it with its edges (so it is no anchor, positive or negative). Ids are compared within one
+    id space (:func:`id_form`). A set keyed by S2 corpus ids, beside a graph of paper ids, is compared through
+    ``aliases`` (paper id → corpus id, :func:`corpus_id_aliases`) for the papers that have one, and the row says how
+    many of the graph's papers that covers; a set in another space with no alias gets no count (NaN, "not
+    comparable") instead of a false 0, and nothing is removed for it.
 
     Returns ``(filtered ThesisData, table)``: one row per set with its size and id form, the papers it shares with
     the training graph, how many of those are anchors, and the edges that touch them.
@@ -120,6 +153,16 @@ def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Ite
         ids = {str(i) for i in ids}
         form = id_form(ids)
         row = {"evaluation set": name, "papers": len(ids), "ids": form}
+        known = {pid: cid for pid, cid in (aliases or {}).items() if pid in nodes}
+        if (form != training_form or form == "mixed") and known and form in ("S2 corpus id", "mixed"):
+            shared = {pid for pid, cid in known.items() if cid in ids}
+            removed |= shared
+            rows.append({**row, "in the training graph": len(shared), "of them anchors": len(shared & anchors),
+                         "edges touching them": sum(1 for c in data.graph if c.citing in shared or c.cited in shared),
+                         "note": f"partly comparable: through the corpus ids of {len(known)} of the graph's "
+                                 f"{len(nodes)} papers (those the fetch gave one)"
+                                 + ("; removed from the training data" if shared else "")})
+            continue
         if form != training_form or form == "mixed":
             rows.append({**row, "in the training graph": float("nan"), "of them anchors": float("nan"),
                          "edges touching them": float("nan"),
@@ -185,11 +228,22 @@ TABLE_6_11_SCIDOCS = {
 }
 
 
+#: Table 6.11's regression rows recovered by their average (data/paper_tables/thesis_scirepeval.csv) ← SciRepEval task.
+TABLE_6_11_REGRESSION = {"Review Score [RGN]": "Peer Review Score", "Max hIndex [RGN]": "Max hIndex",
+                         "Tweet Mentions [RGN]": "Tweet Mentions", "Citation Count [RGN]": "Citation Count",
+                         "Publication Year [RGN]": "Publication Year"}
+#: The rows of our columns that say how many tasks each average counted (the thesis prints none: its 17
+#: non-SciDocs tasks, 6 in-task and 11 out-of-task, are read from its averages).
+TASKS_COUNTED = {"tasks counted: in-task": "in_train", "tasks counted: out-of-task": "out_of_train",
+                 "tasks counted: SciDocs": "scidocs"}
+
+
 def table_6_11_rows(result: Mapping) -> dict[str, float]:
     """One model's column of Table 6.11 from :func:`sdr.evaluate.scirepeval.evaluate`'s output: the ten SciDocs
-    rows, the format averages without SciDocs, Out-of-/In-task, SciDocs, All and "Avg without SciDocs" (the mean
-    of the non-SciDocs tasks' scores; the thesis' values are that mean over its 17 tasks). A row whose tasks did
-    not run is NaN.
+    rows, the five regression tasks (:data:`TABLE_6_11_REGRESSION`), the format averages without SciDocs,
+    Out-of-/In-task, SciDocs, All and "Avg without SciDocs" (the mean of the non-SciDocs tasks' scores; the thesis'
+    values are that mean over its 17 tasks), and how many tasks each group counted (:data:`TASKS_COUNTED`). A row
+    whose tasks did not run is NaN.
 
     Shown in: notebooks/sciaspect.ipynb, SciRepEval: Table 6.11.
     """
@@ -202,6 +256,8 @@ def table_6_11_rows(result: Mapping) -> dict[str, float]:
         metrics = tasks.get(task, {}).get("metrics", {})
         value = next(iter(metrics.values()), nan) if metric is None else metrics.get(metric, nan)
         rows[label] = float(value)
+    for label, task in TABLE_6_11_REGRESSION.items():
+        rows[label] = scirepeval.task_score(tasks[task]) if task in tasks else nan
     aggregates = result["aggregates"]
     for fmt, label in (("CLF", "CLF Avg"), ("RGN", "REG Avg"), ("PRX", "PRX Avg"), ("QRY", "QRY Avg")):
         value = aggregates["formats"].get(fmt)
@@ -211,4 +267,6 @@ def table_6_11_rows(result: Mapping) -> dict[str, float]:
         rows[label] = nan if aggregates[key] is None else float(aggregates[key])
     others = [scirepeval.task_score(r) for r in tasks.values() if r["group"] != "scidocs"]
     rows["Avg without SciDocs"] = float(np.mean(others)) if others else nan
+    for label, group in TASKS_COUNTED.items():
+        rows[label] = float(aggregates["tasks_counted"][group])
     return rows

@@ -8,7 +8,7 @@ Shown in: notebooks/sciaspect.ipynb.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -16,14 +16,16 @@ import pandas as pd
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed, replicas_of_one_corpus
 from sdr.methods.sciaspect.chapter import Models, Samples, TrainingData
-from sdr.methods.sciaspect.data import table_6_11_rows
+from sdr.methods.sciaspect.data import TASKS_COUNTED, table_6_11_rows
+from sdr.methods.sciaspect.fidelity import THESIS, Pairing, our_setting, pair
 from sdr.methods.sciaspect.recipe import (FACET_TO_ASPECT, SCIDOCS_PROXIMITY, SCIDOCS_WITHOUT_RECOMM,
                                           average_without_recomm, csfcube_results, train_runs)
 from sdr.methods.sciaspect.registry import (BOARD_EMBEDDINGS, MDCR_CONCAT, MDCR_MODELS, NAMED_MODELS, PROJECTION_ROWS,
                                             SCIDOCS_LEADERBOARD, SCIREPEVAL_MODELS, SWEEPS, THESIS_TABLES)
 from sdr.methods.specter.recipe import csfcube_leaderboard_row, seed_spread
 
-__all__ = ["scidocs_table", "scidocs_columns", "Comparisons", "paper_vs_ours_tables", "sweeps", "sweep_figure",
+__all__ = ["scidocs_table", "expect_trained_rows_differ", "scidocs_columns", "Comparisons", "ours_label",
+           "paper_vs_ours_tables", "sweeps", "sweep_figure",
            "ScidocsGain", "scidocs_gain", "mdcr_table", "scirepeval_table", "table_6_11_findings", "FacetScores",
            "csfcube_facets", "facet_figure", "SeedRows", "seed_rows", "leaderboard", "store", "findings"]
 
@@ -62,7 +64,21 @@ def scidocs_table(run, inputs, training: TrainingData, models: Models) -> pd.Dat
     ours = pd.DataFrame(rows).T
     ours.index.names = ["table", "model"]
     ours["avg10"] = average_without_recomm(ours)
+    expect_trained_rows_differ(run, ours, list(models.trained))
     return ours
+
+
+def expect_trained_rows_differ(run, ours: pd.DataFrame, trained: list[tuple[str, str]]) -> None:
+    """Every trained model's SciDocs row differs from the untrained encoder's in at least one metric: a row equal to
+    it on every metric means the trained weights never reached the scores (a wrong model scored, or a run that never
+    left its warm-up). Raises :class:`ChapterCheckFailed` naming the rows; records the branch."""
+    untrained = ours.loc[("untrained", "untrained encoder")]
+    same = [key for key in trained if key in ours.index and ours.loc[key].equals(untrained)]
+    if same:
+        raise ChapterCheckFailed(f"SciDocs rows {same} score exactly like the untrained encoder on every metric: the "
+                                 "trained weights did not reach the scores (a wrong model scored, or no step past "
+                                 "the warm-up)")
+    run.branch("trained rows differ from the untrained row")
 
 
 def scidocs_columns(run) -> list[str]:
@@ -76,27 +92,39 @@ def scidocs_columns(run) -> list[str]:
 @dataclass
 class Comparisons:
     """The thesis' rows of each SciDocs table (``data/paper_tables/thesis_scidocs_ablations.csv``, with ``avg10``)
-    over ours."""
+    over ours, and whether the pairing rule (:func:`sdr.methods.sciaspect.fidelity.pair`) pairs them."""
 
     tables: dict[str, pd.DataFrame]
     paper: pd.DataFrame
+    pairing: Pairing = field(default_factory=lambda: Pairing(False, ["not compared"]))
 
     def view(self, *tables: str) -> pd.DataFrame:
-        """One table, or several stacked under their names."""
+        """One table, or several stacked under their names; the pairing's line first (our rows apart, and why,
+        where the rule does not pair them)."""
+        print(self.pairing.line)
         if len(tables) == 1:
             return self.tables[tables[0]]
         return pd.concat([self.tables[t] for t in tables], keys=list(tables))
 
 
-def paper_vs_ours_tables(run, ours: pd.DataFrame) -> Comparisons:
+def ours_label(run, pairing: Pairing, extra: str = "") -> str:
+    """The ``reported by`` label of our rows: "this book (<profile>)", marked "not paired" where the rule does not
+    pair them with the thesis' rows."""
+    return f"this book ({run.profile}{extra})" + ("" if pairing.paired else ", not paired")
+
+
+def paper_vs_ours_tables(run, ours: pd.DataFrame, inputs=None) -> Comparisons:
     """Each table of :data:`THESIS_TABLES`: every thesis row (checked: each one is shown) over the untrained encoder
-    and our rows of that table, on the twelve metrics, ``avg`` and ``avg10``.
+    and our rows of that table, on the twelve metrics, ``avg`` and ``avg10``; our rows are paired with the thesis'
+    only where the pairing rule holds (same training data source, model, training and SciDocs protocol), else
+    labelled "not paired" with the reasons.
 
     Shown in: notebooks/sciaspect.ipynb, SciDocs: Tables 6.3–6.7."""
     paper = book.read_paper_table("thesis_scidocs_ablations")
     paper["avg10"] = average_without_recomm(paper)
     metrics = [*book.SCIDOCS_COLUMNS.values(), "avg", "avg10"]
-    label = f"this book ({run.profile})"
+    pairing = pair(our_setting(run, inputs, "scidocs"), THESIS["scidocs"])
+    label = ours_label(run, pairing)
     tables = {}
     for table in THESIS_TABLES:
         ours_rows = _rows_of(ours, table)
@@ -106,7 +134,7 @@ def paper_vs_ours_tables(run, ours: pd.DataFrame) -> Comparisons:
         if (comparison["reported by"] != label).sum() != len(paper_rows):
             raise ChapterCheckFailed(f"{table}: not every thesis row is in the comparison:\n{comparison}")
         tables[table] = comparison
-    return Comparisons(tables, paper)
+    return Comparisons(tables, paper, pairing)
 
 
 def _rows_of(ours: pd.DataFrame, table: str) -> pd.DataFrame:
@@ -189,7 +217,8 @@ def scidocs_gain(run, inputs, ours: pd.DataFrame) -> ScidocsGain:
 def mdcr_table(run, inputs, training: TrainingData, models: Models) -> pd.DataFrame:
     """The AVG rows of thesis Table 6.10 (``data/paper_tables/thesis_mdcr.csv``, every one checked to be shown) over
     ours: the untrained encoder, the trained models of :data:`MDCR_MODELS` and :data:`MDCR_CONCAT`'s concatenated
-    heads, each scored by MDCR's evaluator (−L2 distance; MAP, nDCG, Recall@5).
+    heads, each scored by MDCR's evaluator (−L2 distance; MAP, nDCG, Recall@5); paired with the thesis' rows only
+    where the pairing rule holds, else labelled "not paired" with the reasons printed.
 
     Shown in: notebooks/sciaspect.ipynb, MDCR: Table 6.10."""
     from sdr.evaluate import mdcr
@@ -210,18 +239,22 @@ def mdcr_table(run, inputs, training: TrainingData, models: Models) -> pd.DataFr
                                      "without an embedding")
         rows[label] = result["avg"]
     paper = book.read_paper_table("thesis_mdcr")
+    pairing = pair(our_setting(run, inputs, "mdcr"), THESIS["mdcr"])
+    print(pairing.line)
     comparison = book.paper_vs_ours(pd.DataFrame(rows).T, paper, ["map", "ndcg", "recall_5"],
-                                    label=f"this book ({run.profile}, AVG)")
+                                    label=ours_label(run, pairing, ", AVG"))
     if comparison["reported by"].str.startswith("Thesis").sum() != len(paper):
         raise ChapterCheckFailed(f"MDCR: not every thesis row is in the comparison:\n{comparison}")
     return comparison
 
 
 def scirepeval_table(run, inputs, models: Models) -> pd.DataFrame:
-    """Thesis Table 6.11 (``data/paper_tables/thesis_scirepeval.csv``) with a column per model of
-    ``scirepeval_models`` (:data:`SCIREPEVAL_MODELS`), each scored as ``sdr evaluate all`` scores any model (the
-    command line is printed): its saved folder embeds every document of the tasks and the SciRepEval evaluator scores
-    them (:func:`table_6_11_rows`); every task must run with every document embedded.
+    """Thesis Table 6.11 (``data/paper_tables/thesis_scirepeval.csv``, with the rows recovered by their averages) with
+    a column per model of ``scirepeval_models`` (:data:`SCIREPEVAL_MODELS`), each scored as ``sdr evaluate all``
+    scores any model (the command line is printed): its saved folder embeds every document of the tasks and the
+    SciRepEval evaluator scores them (:func:`table_6_11_rows`); every task must run with every document embedded.
+    The rows :data:`TASKS_COUNTED` say how many tasks our averages count (the thesis': 6 in-task, 11 out-of-task,
+    read from its averages), and the pairing rule's line says why our columns are not paired with the thesis'.
 
     Shown in: notebooks/sciaspect.ipynb, SciRepEval: Table 6.11."""
     from sdr.evaluate.suite import evaluate_model
@@ -250,10 +283,16 @@ def scirepeval_table(run, inputs, models: Models) -> pd.DataFrame:
         ours[f"{'untrained encoder' if key is None else name} (this book, {run.profile})"] = table_6_11_rows(result)
     paper = book.read_paper_table("thesis_scirepeval").set_index("model")
     paper_models = [c for c in paper.columns if c not in ("source", "table", "note")]
+    rows = [*paper.index, *TASKS_COUNTED]
     table = pd.concat([paper[paper_models], pd.DataFrame(ours)], axis=1)
-    if list(table.index) != list(paper.index):
-        raise ChapterCheckFailed(f"Table 6.11: our rows {sorted(set(table.index) - set(paper.index))} are not the "
+    if not set(table.index) <= set(rows):
+        raise ChapterCheckFailed(f"Table 6.11: our rows {sorted(set(table.index) - set(rows))} are not the "
                                  "thesis' printed rows")
+    table = table.reindex(rows)
+    if ours:
+        first = next(iter(ours.values()))
+        counted = {group: int(first[label]) for label, group in TASKS_COUNTED.items() if group != "scidocs"}
+        print(pair(our_setting(run, inputs, "scirepeval", counted), THESIS["scirepeval"]).line)
     return table
 
 
@@ -369,6 +408,7 @@ def seed_rows(run, inputs, training: TrainingData, samples: Samples, models: Mod
     scored, seed_losses = dict(facets.scored), []
     keys = {name: NAMED_MODELS[name] for name in models.leaderboard_models}
     for run_seed in models.seeds[1:]:
+        run.branch("extra seeds trained")
         trained, losses, _, _ = train_runs({key: models.runs[key] for key in keys.values()}, samples.example_sets,
                                            models.base, models.texts, replace(models.config, seed=run_seed),
                                            models.folder / f"seed {run_seed}", train_examples=p.train_examples,
@@ -427,9 +467,10 @@ def leaderboard(run, inputs, ours: pd.DataFrame, models: Models, seeds: SeedRows
 
 def store(run, inputs, training: TrainingData, samples: Samples, models: Models, ours: pd.DataFrame,
           comparisons: Comparisons, mdcr: pd.DataFrame, table_6_11: pd.DataFrame, facets: FacetScores,
-          seeds: SeedRows, gain: ScidocsGain, rows: list[dict]) -> Path:
+          seeds: SeedRows, gain: ScidocsGain, rows: list[dict], differs=None) -> Path:
     """The chapter's record in the results store: its tables, its leaderboard rows, the budget, the CSFCube input and
-    length, the seeds and the gain check's numbers (the Summary and the findings below read them)."""
+    length, the seeds and the gain check's numbers (the Summary and the findings below read them), and the page's
+    list of what differs from the thesis (``differs``: :func:`sdr.methods.sciaspect.fidelity.what_differs`)."""
     p = run.p
     tables = {
         "SciDocs (ours)": ours.reset_index().round(2),
@@ -440,6 +481,8 @@ def store(run, inputs, training: TrainingData, samples: Samples, models: Models,
         "training": models.losses.reset_index(), "evaluation overlap": training.overlap.reset_index()}
     extra = {"budget": models.budget, "csfcube": inputs.csfcube.source, "csfcube_max_length": p.csfcube_max_length,
              "leaderboard": rows, "leaderboard_seeds": models.seeds, "scidocs_gain": gain.stored()}
+    if differs is not None:
+        extra["what differs from the thesis"] = list(differs.lines.values())
     return run.save(tables, extra, sources=run.data.sources)
 
 
