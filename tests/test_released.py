@@ -33,7 +33,8 @@ def setting(tmp_path_factory, synthetic_corpus):
         vectors = released.plain_embeddings(model, inputs.texts, "cls", 64)
         result, _ = suite.score(inputs, vectors)
         for metric, value in released.flat_metrics(name, result).items():
-            expected[f"{MODEL}|{name}|{metric}"] = value
+            check = released.ReleasedCheck(MODEL, name, "scidocs", "SPECTER", {metric: metric}, max_length=64)
+            expected[released.expected_key(check, metric)] = value
     (root / released.EXPECTED_FILE).write_text(json.dumps(expected))
     return root, model, data
 
@@ -60,7 +61,7 @@ def test_a_planted_mismatch_fails_the_check(setting, monkeypatch, tmp_path):
     planted = tmp_path / "mirror"
     planted.mkdir()
     stored = json.loads((root / released.EXPECTED_FILE).read_text())
-    stored[f"{MODEL}|scidocs|cite_map"] += 0.5
+    stored[released.expected_key(CHECKS[1], "cite_map")] += 0.5
     (planted / released.EXPECTED_FILE).write_text(json.dumps(stored))
     monkeypatch.setenv("SDR_DATA", str(planted))
     monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")

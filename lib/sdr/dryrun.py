@@ -337,7 +337,7 @@ def write_released_expected(mirror: Path, checks, data_dirs) -> Path:
         vectors = released.plain_embeddings(folder, inputs.texts, check.pooling, check.max_length)
         result, _ = suite.score(inputs, vectors)
         for metric, value in released.flat_metrics(check.benchmark, result).items():
-            stored[f"{check.model}|{check.benchmark}|{metric}"] = value
+            stored[released.expected_key(check, metric)] = value
     path.write_text(json.dumps(stored, indent=1, sort_keys=True), encoding="utf-8")
     return path
 

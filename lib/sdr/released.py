@@ -33,7 +33,14 @@ import pandas as pd
 from sdr.book.chapter import ChapterCheckFailed
 
 EXPECTED_FILE = "released_expected.json"
-"""The dry-run mirror's expected values: ``{"<model>|<benchmark>|<metric>": value}``."""
+"""The dry-run mirror's expected values: ``{expected_key(check, metric): value}``."""
+
+
+def expected_key(check, metric: str) -> str:
+    """A check's expected value in the dry-run mirror: model, benchmark, how the model reads a text (pooling, input
+    length, query form) and metric, so two chapters scoring one model differently never share a value."""
+    return "|".join(map(str, (check.model, check.benchmark, check.pooling, check.max_length, check.csfcube_queries,
+                              metric)))
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,7 @@ def expected_values(checks: Iterable[ReleasedCheck], mirror: str | Path | None =
         values = {}
         for check in checks:
             for metric in check.metrics:
-                key = f"{check.model}|{check.benchmark}|{metric}"
+                key = expected_key(check, metric)
                 if key not in stored:
                     raise KeyError(f"{path}: no expected value {key!r}")
                 values[(check.model, check.benchmark, metric)] = float(stored[key])
