@@ -336,8 +336,12 @@ def test_headline_table_means_over_seeds_and_paired_intervals(tmp_path, monkeypa
     assert trained["excludes_zero"] and 2.0 < trained["low"] < trained["difference"] < trained["high"] < 4.0
     assert not table.loc["noise", "excludes_zero"] and pd.isna(table.loc["untrained", "difference"])
     shown = book.headline_display(book.headline_table("csfcube", "real"), "csfcube")
-    assert list(shown.columns) == ["system", "map_all", "Δ vs untrained [95 % CI]", "training"]
-    assert shown.set_index("system").loc["trained", "map_all"].endswith("(3 seeds)")
+    assert list(shown.columns) == ["system", "map_all", "Δ vs its untrained encoder [95 % CI]", "p (Holm)",
+                                   "Δ vs best untrained [95 % CI]", "training"]
+    by_system = shown.set_index("system")
+    assert by_system.loc["trained", "map_all"].endswith("(3 seeds)")
+    assert by_system.loc["untrained", "p (Holm)"] == "—" and float(by_system.loc["trained", "p (Holm)"]) < 0.05
+    assert by_system.loc["trained", "Δ vs best untrained [95 % CI]"].startswith("+")
     detail = book.leaderboard_table("csfcube", "real")
     assert detail.index.is_unique and detail.loc["trained", "seeds"] == 3
 
