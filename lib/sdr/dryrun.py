@@ -461,7 +461,9 @@ def check_stop(chapter: str, workdir: Path, limit_s: float = 120.0) -> dict:
     environment = {"SDR_DATA": str(empty / "mirror"), "SDR_DATA_CACHE": str(empty / "cache"),
                    "SDR_RESULTS": str(empty / "results"), "SDR_OFFLINE": "1", datasets.DRY_RUN_ENV: "",
                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    parameters = book.chapter_parameters(chapter, "paper")
+    # the dry run's parts (all of them), so the stop names the data of every part, as CHAPTER_DATA lists it
+    parts = {key: value for key, value in dry_run_overrides(chapter).items() if key == "parts"}
+    parameters = book.chapter_parameters(chapter, "paper", parts)
     result = execute(book.NOTEBOOKS / f"{chapter}.ipynb", parameters, workdir / "stops" / f"{chapter}.ipynb",
                      environment, timeout=int(limit_s))
     problems = []

@@ -26,7 +26,7 @@ from sdr.book.chapter import ChapterCheckFailed
 
 __all__ = ["RowIdentity", "TABLE4_IDENTITIES", "SENTENCE_PROTOCOL", "Pairing", "pair_rows", "sentence_identities",
            "sentence_pairs", "DEVIATIONS", "detected_differences", "differences_from_the_papers", "what_differs",
-           "PAPER_INPUT_TOKENS"]
+           "PAPER_INPUT_TOKENS", "PAPER_MODEL"]
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,8 @@ def sentence_pairs(run, sentences, paper_identities: Mapping[str, RowIdentity] |
 
 
 # ------------------------------------------------------------------------------------------------ what differs
+PAPER_MODEL = "allenai/scibert_scivocab_uncased"
+"""The papers' base model (SciNCL, SPECTER, the thesis, CoSaEmb and FLeW start from SciBERT)."""
 PAPER_INPUT_TOKENS = 512
 """The papers' input length for a title and abstract (SPECTER's, which CSFCube's official rankings read)."""
 
@@ -153,7 +155,7 @@ def detected_differences(run, inputs, csfcube, sentences, paragraphs, released) 
     sentence about it needs)."""
     p = run.p
     found: dict[str, dict] = {}
-    if p.model_name == "minilm" or p.model_layers:
+    if p.model_name != PAPER_MODEL or p.model_layers:
         found["encoder"] = {"model": _model_identity(p.model_name, p.model_layers)}
     replicas = [item.name for item in (inputs.csfcube, inputs.csabstruct, inputs.paragraphs)
                 if item is not None and not item.real]
@@ -177,8 +179,8 @@ def detected_differences(run, inputs, csfcube, sentences, paragraphs, released) 
 
 
 DEVIATIONS = {
-    "encoder": lambda f: f"The untrained encoder is {f['model']}, a sentence encoder none of the papers uses "
-                         "(the paper profile uses SciBERT); its rows are references for this book's chapters.",
+    "encoder": lambda f: f"The untrained encoder is {f['model']}, not the whole SciBERT the papers start from "
+                         f"({PAPER_MODEL}, the paper profile's); its rows are references for this book's chapters.",
     "replicas": lambda f: f"{', '.join(f['inputs'])}: synthetic replicas in the official layout, not the "
                           "released data (this profile found none); their scores say the pipeline works.",
     "csfcube tokens": lambda f: f"CSFCube papers are cut at {f['tokens']} tokens for every ranked system (the "

@@ -116,7 +116,9 @@ def released_models(run, batch_size: int | None = None) -> ReleasedScores | None
     released.assert_shipped(shipped)
     if not checks_table.empty:
         released.assert_released(checks_table)
-        run.branch("released checks gathered and asserted")
+        run.branch("released checks gathered")
+        if checks_table["holds"].notna().any():
+            run.branch("released checks asserted")
     return scores
 
 
