@@ -149,6 +149,21 @@ def test_an_encoder_at_chance_fails_the_sentence_claim(chapter):
         benchmarks.expect_above_chance(chapter.run, result)
 
 
+def test_in_the_dry_run_a_random_stand_in_only_has_to_clear_chance(chapter, monkeypatch, capsys):
+    from sdr import datasets
+
+    monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")
+    result = copy.deepcopy(chapter.sentences)
+    result.real = True
+    for scored in result.scores.values():
+        scored["p@1"] = result.chance_p1 + benchmarks.REAL_CSABSTRUCT_MARGIN / 2
+    benchmarks.expect_above_chance(chapter.run, result)
+    assert "tiny random stand-in" in capsys.readouterr().out
+    next(iter(result.scores.values()))["p@1"] = result.chance_p1
+    with pytest.raises(ChapterCheckFailed, match="is not above chance .* \\+ 0$"):
+        benchmarks.expect_above_chance(chapter.run, result)
+
+
 def test_a_changed_paper_row_fails_the_sentence_table_check(chapter):
     result = copy.deepcopy(chapter.sentences)
     paper = book.read_paper_table("scitoricsbert_table4")

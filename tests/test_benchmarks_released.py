@@ -93,7 +93,8 @@ def test_the_part_scores_the_shipped_embeddings_and_every_check_in_one_table(set
     assert set(rows["pooling"]) == {"mean"} and set(rows["input tokens"]) == {64}
     assert scores.asserted == 14 and run.branches == ["shipped SciDocs SPECTER embeddings scored",
                                                       "released checks gathered", "released checks asserted"]
-    assert "14 rows asserted, 2 shown unasserted" in capsys.readouterr().out
+    assert "14 rows asserted, 2 shown unasserted (each says why); 2 released checks from 2 chapter(s): planted, " \
+           "benchmarks" in capsys.readouterr().out
     again = benchmarks.released_models(FakeRun(setting))
     assert again.table[again.table["model"] == SCIBERT]["cached"].all()  # read back, not re-embedded
     assert again.table["ours"].tolist() == table["ours"].tolist()

@@ -428,16 +428,22 @@ def sentence_figure(run, result: SentenceScores | None) -> None:
 
 def expect_above_chance(run, result: SentenceScores | None) -> None:
     """The claim: each pooling's P@1 is above chance (:attr:`SentenceScores.chance_p1`), by
-    :data:`REAL_CSABSTRUCT_MARGIN` on the real CSAbstruct; an encoder that ignores its input sits at chance and
-    fails.
+    :data:`REAL_CSABSTRUCT_MARGIN` on the real CSAbstruct with a pretrained encoder; an encoder that ignores its
+    input sits at chance and fails. In the paper dry run the encoder is a tiny random stand-in, for which the margin
+    (measured with the pretrained MiniLM) means nothing: chance itself is the bar there, as on a replica.
 
     Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
+    from sdr import datasets
+
     if result is None:
         return
     chance = result.chance_p1
     p1 = {name: round(scored["p@1"], 3) for name, scored in result.scores.items()}
     print(f"chance P@1 {chance:.3f}; ours:", p1)
-    margin = REAL_CSABSTRUCT_MARGIN if result.real else 0.0
+    margin = REAL_CSABSTRUCT_MARGIN if result.real and not datasets.dry_run() else 0.0
+    if result.real and datasets.dry_run():
+        print(f"margin {REAL_CSABSTRUCT_MARGIN:g} not applied: the paper dry run's encoder is a tiny random stand-in "
+              "(the margin was measured with the pretrained MiniLM); the bar is chance")
     for name, scored in result.scores.items():
         if not scored["p@1"] > chance + margin:
             raise ChapterCheckFailed(f"CSAbstruct, {name}: P@1 {scored['p@1']:.3f} is not above chance "

@@ -157,7 +157,8 @@ def detected_differences(run, inputs, csfcube, sentences, paragraphs, released) 
     found: dict[str, dict] = {}
     if p.model_name != PAPER_MODEL or p.model_layers:
         found["encoder"] = {"model": _model_identity(p.model_name, p.model_layers)}
-    replicas = [item.name for item in (inputs.csfcube, inputs.csabstruct, inputs.paragraphs)
+    names = {"csfcube": "CSFCube", "csabstruct": "CSAbstruct", "s2orc_specter": "the paragraph chunks"}
+    replicas = [names.get(item.name, item.name) for item in (inputs.csfcube, inputs.csabstruct, inputs.paragraphs)
                 if item is not None and not item.real]
     if replicas:
         found["replicas"] = {"inputs": replicas}
@@ -168,7 +169,7 @@ def detected_differences(run, inputs, csfcube, sentences, paragraphs, released) 
         if sentences.pubmed_scores is None:
             found["no pubmed"] = {}
     if paragraphs is not None:
-        found["paragraph data"] = {"source": paragraphs.source, "papers": p.paragraph_papers}
+        found["paragraph data"] = {"source": paragraphs.source}
     if released is not None:
         found["scidocs svm"] = {}
         found["recommendations"] = {"tolerance": 0.3}
@@ -182,15 +183,16 @@ DEVIATIONS = {
     "encoder": lambda f: f"The untrained encoder is {f['model']}, not the whole SciBERT the papers start from "
                          f"({PAPER_MODEL}, the paper profile's); its rows are references for this book's chapters.",
     "replicas": lambda f: f"{', '.join(f['inputs'])}: synthetic replicas in the official layout, not the "
-                          "released data (this profile found none); their scores say the pipeline works.",
+                          "released data (none was found, or this profile does not read it); their scores say the "
+                          "pipeline works.",
     "csfcube tokens": lambda f: f"CSFCube papers are cut at {f['tokens']} tokens for every ranked system (the "
                                 f"official SPECTER rankings read up to {PAPER_INPUT_TOKENS}); the lexical rankers "
                                 "are also checked on whole texts.",
     "every sentence": lambda f: "Sentence retrieval scores every CSAbstruct test sentence; SciToricsBERT's "
                                 "evaluation loader drops its last partial batch.",
     "no pubmed": lambda f: "PubMed-RCT was not found: Table 4's PubMed columns stay empty for our rows.",
-    "paragraph data": lambda f: f"Paragraph retrieval runs on {f['source']} ({f['papers']} papers), not CoSaEmb's "
-                                "arXiv set (not public): comparable with each other, not with Table 6.",
+    "paragraph data": lambda f: f"Paragraph retrieval runs on {f['source']}, not CoSaEmb's arXiv set (not "
+                                "public): comparable with each other, not with Table 6.",
     "scidocs svm": lambda f: "SciDocs' MAG and MeSH classifiers are scikit-learn's liblinear LinearSVC without "
                              "intercept (sklearn-contrib-lightning's, which SciDocs uses, is not installable).",
     "recommendations": lambda f: f"SciDocs' recommendation metrics are held within ±{f['tolerance']} only: its "

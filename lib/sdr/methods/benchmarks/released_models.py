@@ -112,7 +112,8 @@ def released_models(run, batch_size: int | None = None) -> ReleasedScores | None
     print(run.caption(*run.data.model_sources))
     display(combined.round(4))
     print(f"{scores.asserted} rows asserted, {len(combined) - scores.asserted} shown unasserted (each says why); "
-          f"{sum(len(c) for c in found.values())} released checks of {len(found)} chapters")
+          f"{sum(len(c) for c in found.values())} released checks from {len(found)} chapter(s): "
+          f"{', '.join(found) or 'none'}")
     released.assert_shipped(shipped)
     if not checks_table.empty:
         released.assert_released(checks_table)
