@@ -113,6 +113,7 @@ def test_each_chapters_printed_plan_is_its_chapter_cost_plan(chapter, monkeypatc
     from sdr.datasets import policy
 
     monkeypatch.setattr(policy.ChapterData, "_prepare", lambda self: None)  # no data needed to print a plan
+    monkeypatch.setattr(policy, "_active_policy", policy._active_policy)  # the paper policy ends with the test
     monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
     run = book.ChapterRun(chapter, _paper_namespace(chapter), loads_model=chapter != "summary")
     run.show_plan()
