@@ -53,8 +53,108 @@ def test_print_plan_lists_inputs_and_runs(tmp_path, monkeypatch, capsys):
     assert [e["device"] for e in estimates] == [plan.MEASURED_DEVICE, "Tesla T4"]
 
 
-def test_readme_table_covers_every_training_chapter():
+def test_readme_table_lists_every_chapter_part_by_part():
+    """Every chapter of the book: a chapter with a cost plan has one row per part of its registry and the headline
+    parts' and whole chapter's totals; one without says so, with the single run the table listed before."""
+    from sdr.book.profiles import chapter_names
+
     table = plan.readme_table()
-    for chapter in ("specter", "scincl", "sciaspect", "flew", "cosaemb", "scitoricsbert"):
+    planned = plan.plan_chapters()
+    assert "benchmarks" in planned and "summary" in planned
+    for chapter in chapter_names():
         assert f"| {chapter} |" in table
-    assert "684,100 × 2" in table and "2,282,967 × 2" in table and "80,012 × 5" in table
+        if chapter in planned:
+            cost = plan.chapter_cost_plan(chapter, "paper")
+            for name in [*cost.parts, "**headline parts**", "**whole chapter**"]:
+                assert f"| {chapter} | {name} |" in table, (chapter, name)
+        else:
+            assert f"| {chapter} | — | no cost plan yet" in table
+    assert "684,100 × 2" in table and "2,282,967 × 2" in table and "80,012 × 5" in table  # the single-run rows
+
+
+def test_python_m_sdr_plan_prints_the_readme_block(capsys):
+    assert plan.main([]) == 0
+    assert capsys.readouterr().out.strip() == plan.readme_block().strip()
+
+
+def test_write_readme_replaces_only_the_generated_block(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{plan.README_BEGIN}\nstale\n{plan.README_END}\nafter\n")
+    assert plan.write_readme(readme) is True
+    text = readme.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "stale" not in text
+    assert plan.readme_table() in text and plan.write_readme(readme) is False
+    readme.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        plan.write_readme(readme)
+
+
+def _paper_namespace(chapter: str) -> dict:
+    """What a chapter's ``globals()`` hold after papermill injected its ``paper`` parameters."""
+    import nbformat
+
+    from sdr import book
+
+    notebook = nbformat.read(book.NOTEBOOKS / f"{chapter}.ipynb", as_version=4)
+    namespace: dict = {}
+    exec(next(c.source for c in notebook.cells if "parameters" in c.metadata.get("tags", [])), namespace)
+    return {**namespace, **book.chapter_parameters(chapter, "paper")}
+
+
+@pytest.mark.parametrize("chapter", plan.plan_chapters())
+def test_each_chapters_printed_plan_is_its_chapter_cost_plan(chapter, monkeypatch, tmp_path, capsys):
+    """What a chapter prints at paper (``run.show_plan()`` on the run its notebook builds from the injected
+    parameters) is what ``python -m sdr.plan`` and the README count (``chapter_cost_plan``), and the notebook prints
+    it in its first step, before anything is trained or scored."""
+    import json
+
+    from sdr import book
+    from sdr.datasets import policy
+
+    monkeypatch.setattr(policy.ChapterData, "_prepare", lambda self: None)  # no data needed to print a plan
+    monkeypatch.setattr(policy, "_active_policy", policy._active_policy)  # the paper policy ends with the test
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    run = book.ChapterRun(chapter, _paper_namespace(chapter), loads_model=chapter != "summary")
+    run.show_plan()
+    printed = capsys.readouterr().out
+    plan.chapter_cost_plan(chapter, "paper").show()
+    assert printed == capsys.readouterr().out and printed.startswith(f"Cost plan of {chapter} at profile paper")
+    if plan.chapter_cost_plan(chapter, "paper").work:
+        cells = [c for c in json.loads((book.NOTEBOOKS / f"{chapter}.ipynb").read_text())["cells"]
+                 if c["cell_type"] == "code" and not {"parameters", "sdr-setup", "sdr-profile"}
+                 & set(c["metadata"].get("tags", []))]
+        assert "run.show_plan()" in "".join(cells[0]["source"])
+
+
+def test_the_plan_reads_the_notebooks_default_values_not_their_source_text():
+    cost = plan.chapter_cost_plan("benchmarks", "smoke")
+    assert cost.profile == "smoke" and cost.selected == tuple(cost.parts)  # the notebook's parts = "all"
+
+
+def test_parts_resolve_from_names_lists_and_comma_separated_strings():
+    parts = {"released": plan.Part("released", "Table 1", headline=True), "main": plan.Part("main", "Table 2"),
+             "sweeps": plan.Part("sweeps", "Fig. 2")}
+    assert plan.resolve_parts("all", parts) == ("released", "main", "sweeps")
+    assert plan.resolve_parts("headline", parts) == ("released",)
+    assert plan.resolve_parts("sweeps, released", parts) == ("released", "sweeps")  # the registry's order
+    assert plan.resolve_parts(["main"], parts) == ("main",)
+    with pytest.raises(ValueError, match="\\['tables'\\] are not parts"):
+        plan.resolve_parts("main,tables", parts)
+
+
+def test_an_empty_plan_and_the_fetch_bandwidth():
+    parts = {"tables": plan.Part("tables", "no table", headline=True)}
+    empty = plan.CostPlan("summary", "paper", parts, [], ("tables",))
+    assert empty.totals().loc["whole chapter"].sum() == 0 and empty.t4_words() == "under a minute"
+    fetch = plan.Work("tables", "fetch x", "fetch", download_bytes=5 * 10 ** 9, requests=360, requests_per_s=1.0,
+                      bytes_per_s=50e6)
+    assert fetch.other_hours() == pytest.approx((5e9 / 50e6 + 360) / 3600)
+    assert plan.Work("tables", "fetch y", "fetch", requests=3600).other_hours() == pytest.approx(1.0)
+
+
+def test_colab_t4_words_count_sessions_of_twelve_hours():
+    assert plan.colab_t4_words(0.0) == "under a minute"
+    assert plan.colab_t4_words(0.5) == "≈ 30 min: one session"
+    assert plan.colab_t4_words(11.0, 0.5) == "≈ 12 h: one session"
+    assert plan.colab_t4_words(17.2).startswith("≈ 17 h: 2 sessions of 12 h")
+    assert plan.colab_t4_words(660).endswith("more than Colab is made for (a workstation GPU)")

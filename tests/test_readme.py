@@ -14,7 +14,9 @@ def test_readme_lists_what_each_chapter_reads_at_paper():
 
 
 def test_readme_plan_table_is_what_sdr_plan_prints():
+    """The README holds ``python -m sdr.plan``'s output (regenerate it with ``python -m sdr.plan --write-readme``)."""
     assert plan.readme_table() in README
+    assert plan.readme_block() in README
 
 
 def test_readme_starts_with_the_two_commands():

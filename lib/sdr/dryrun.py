@@ -284,6 +284,8 @@ WRITERS = {
     "s2ag_citations_flew": write_s2ag_citations_flew,
     "scirepeval": write_scirepeval_registry,
     "s2orc_specter": write_s2orc_specter,
+    "scidocs_specter_embeddings": lambda folder, fixture: __import__(  # the Benchmarks chapter's fixture
+        "sdr.methods.benchmarks").methods.benchmarks.write_shipped_embeddings(folder, fixture),
 }
 """How the mirror gets each dataset a ``paper`` chapter reads (``REAL_FROM_MIRROR`` ones are linked when
 ``$SDR_DATA`` has them)."""
@@ -299,8 +301,11 @@ BASE_MODEL = "allenai/scibert_scivocab_uncased"
 
 def needed_models(chapters=None) -> list[str]:
     """The base model and every released model the chapters read at ``paper``."""
+    from sdr import released
+
     chapters = chapters or list(datasets.CHAPTER_MODELS)
-    return list(dict.fromkeys([BASE_MODEL, *(m for c in chapters for m in datasets.CHAPTER_MODELS.get(c, ()))]))
+    return list(dict.fromkeys([BASE_MODEL, *(m for c in chapters for m in datasets.CHAPTER_MODELS.get(c, ())),
+                               *(check.model for check in released.checks_read_by(chapters))]))
 
 
 def write_model_stand_ins(mirror: Path, models, fixture: "FixtureCorpus") -> dict[str, Path]:
@@ -347,7 +352,7 @@ def write_released_expected_for(mirror: Path, chapters) -> Path | None:
     benchmark folders (:data:`sdr.embed.DATASET_OF`)."""
     from sdr import embed, released
 
-    checks = [check for found in released.registered_checks(chapters).values() for check in found]
+    checks = released.checks_read_by(chapters)
     if not checks:
         return None
     data_dirs = {}
@@ -453,7 +458,9 @@ def check_stop(chapter: str, workdir: Path, limit_s: float = 120.0) -> dict:
     environment = {"SDR_DATA": str(empty / "mirror"), "SDR_DATA_CACHE": str(empty / "cache"),
                    "SDR_RESULTS": str(empty / "results"), "SDR_OFFLINE": "1", datasets.DRY_RUN_ENV: "",
                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    parameters = book.chapter_parameters(chapter, "paper")
+    # the dry run's parts (all of them), so the stop names the data of every part, as CHAPTER_DATA lists it
+    parts = {key: value for key, value in dry_run_overrides(chapter).items() if key == "parts"}
+    parameters = book.chapter_parameters(chapter, "paper", parts)
     result = execute(book.NOTEBOOKS / f"{chapter}.ipynb", parameters, workdir / "stops" / f"{chapter}.ipynb",
                      environment, timeout=int(limit_s))
     problems = []

@@ -164,21 +164,16 @@ def paper_runs() -> dict[str, list[dict]]:
     }
 
 
-def readme_table(devices=(MEASURED_DEVICE, "Tesla T4")) -> str:
-    """Markdown: per chapter, the paper-scale training runs, their steps, and estimated GPU hours per device."""
-    header = "| chapter | run | examples × epochs | steps | " + " | ".join(f"≈ GPU h, {d}" for d in devices) + " |"
-    lines = [header, "|" + "---|" * (4 + len(devices))]
-    for chapter, runs in paper_runs().items():
-        for run in runs:
-            cells = [training_estimate(run["examples"], run["epochs"], run["effective_batch"],
-                                       run["texts_per_example"], run["tokens_per_text"], d) for d in devices]
-            lines.append(f"| {chapter} | {run['name']} | {run['examples']:,} × {run['epochs']} | {cells[0]['steps']:,} | "
-                         + " | ".join(f"{c['hours']:.1f}" for c in cells) + " |")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(readme_table())
+def single_run_estimates(chapter: str, devices=(MEASURED_DEVICE, "Tesla T4")) -> list[dict]:
+    """The one paper-scale training run (or runs) of :func:`paper_runs` for a chapter that has no cost plan yet:
+    ``{"run", "examples", "epochs", "steps", "<device>": hours}`` per run."""
+    found = []
+    for run in paper_runs().get(chapter, []):
+        cells = [training_estimate(run["examples"], run["epochs"], run["effective_batch"], run["texts_per_example"],
+                                   run["tokens_per_text"], d) for d in devices]
+        found.append({"run": run["name"], "examples": run["examples"], "epochs": run["epochs"],
+                      "steps": cells[0]["steps"], **{d: c["hours"] for d, c in zip(devices, cells)}})
+    return found
 
 
 # ================================================================================ the whole cost of a chapter
@@ -224,7 +219,8 @@ class Work:
     and tokens per text (GPU hours from the measured training throughput); ``encode`` lines the texts embedded per
     run and tokens per text; ``graph``/``knn``/``svm`` lines their ``hours`` per run on ``hours_on`` (a CPU or a
     GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
-    ``requests_per_s``)."""
+    ``requests_per_s``), and, where ``bytes_per_s`` is given, the bytes' transfer time at that bandwidth (an
+    assumption ``how`` states)."""
 
     part: str
     what: str
@@ -242,6 +238,7 @@ class Work:
     requests: int = 0
     requests_per_s: float = 1.0
     how: str = ""
+    bytes_per_s: float = 0.0
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -273,7 +270,10 @@ class Work:
     def other_hours(self) -> float:
         """CPU hours (graph, kNN and SVM work on a CPU) and network hours (fetches) of all its runs."""
         if self.kind == "fetch":
-            return self.runs * self.requests / self.requests_per_s / 3600 if self.requests else 0.0
+            seconds = self.requests / self.requests_per_s if self.requests else 0.0
+            if self.bytes_per_s and self.download_bytes:
+                seconds += self.download_bytes / self.bytes_per_s
+            return self.runs * seconds / 3600
         if self.kind in ("graph", "knn", "svm") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
@@ -314,6 +314,8 @@ class CostPlan:
         others scaled by peak, marked "scaled"), CPU/network hours, download size."""
         import pandas as pd
 
+        columns = ["part", "runs it", "what", "kind", "runs", "steps a run", *(_hours_label(d) for d in devices),
+                   "CPU / network h", "download", "how"]
         rows = []
         for w in self.work:
             row = {"part": w.part, "runs it": "yes" if w.part in self.selected else "no", "what": w.what,
@@ -324,18 +326,33 @@ class CostPlan:
             row["download"] = human_bytes(w.download_bytes * w.runs) if w.download_bytes else ""
             row["how"] = w.how
             rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, columns=columns)
 
     def totals(self, devices: tuple[str, ...] = (MEASURED_DEVICE, "Tesla T4")):
-        """Hours per part, the selected parts' total and the whole chapter's."""
-        import pandas as pd
-
+        """Hours per part (every part of the registry, in its order; 0 where it has no work), the selected parts'
+        total and the whole chapter's."""
         table = self.table(devices)
         columns = [_hours_label(d) for d in devices] + ["CPU / network h"]
-        per_part = table.groupby("part", sort=False)[columns].sum()
+        table[columns] = table[columns].astype(float)
+        per_part = table.groupby("part", sort=False)[columns].sum().reindex(list(self.parts), fill_value=0.0)
         per_part.loc["selected parts"] = table.loc[table["runs it"] == "yes", columns].sum()
         per_part.loc["whole chapter"] = table[columns].sum()
         return per_part
+
+    def download_bytes(self, parts: Iterable[str] | None = None) -> int:
+        """Bytes the lines of ``parts`` (default: every part) download."""
+        parts = set(self.parts if parts is None else parts)
+        return sum(w.download_bytes * w.runs for w in self.work if w.part in parts)
+
+    def t4_words(self, name: str | None = None) -> str:
+        """What a Colab T4 user can finish of part ``name`` (None: the whole chapter), in words: the part's own
+        ``Part.t4`` where the registry gives one, else :func:`colab_t4_words` of the plan's T4 hours (scaled
+        from the measured GPU) plus its CPU and network hours."""
+        if name is not None and self.parts[name].t4:
+            return self.parts[name].t4
+        totals = self.totals()
+        row = totals.loc[name if name is not None else "whole chapter"]
+        return colab_t4_words(row[_hours_label("Tesla T4")], row["CPU / network h"])
 
     def total_hours(self, device: str = MEASURED_DEVICE, selected_only: bool = False) -> float:
         return sum(w.gpu_hours(device) for w in self.work if not selected_only or w.part in self.selected)
@@ -346,16 +363,16 @@ class CostPlan:
         for part in self.parts.values():
             mark = "runs" if part.name in self.selected else "not run"
             print(f"  part {part.name:<10} [{mark}] reproduces {part.reproduces}"
-                  + (" (headline)" if part.headline else "") + (f"; on a Colab T4: {part.t4}" if part.t4 else ""))
+                  + (" (headline)" if part.headline else "") + f"; on a Colab T4: {self.t4_words(part.name)}")
         table = self.table(devices)
         for _, row in table.iterrows():
-            hours = ", ".join(f"{row[_hours_label(d)]:.1f} {_hours_label(d)}" for d in devices)
+            hours = ", ".join(f"{format_hours(row[_hours_label(d)])} {_hours_label(d)}" for d in devices)
             print(f"  {row['part']:<10} {row['what']:<48} × {row['runs']:<3} {hours}, "
-                  f"{row['CPU / network h']:.1f} CPU/network h {row['download']}")
+                  f"{format_hours(row['CPU / network h'])} CPU/network h {row['download']}".rstrip())
         totals = self.totals(devices)
         for name in ("selected parts", "whole chapter"):
-            hours = ", ".join(f"{totals.loc[name, _hours_label(d)]:.1f} {_hours_label(d)}" for d in devices)
-            print(f"  total, {name}: {hours}, {totals.loc[name, 'CPU / network h']:.1f} CPU/network h")
+            hours = ", ".join(f"{format_hours(totals.loc[name, _hours_label(d)])} {_hours_label(d)}" for d in devices)
+            print(f"  total, {name}: {hours}, {format_hours(totals.loc[name, 'CPU / network h'])} CPU/network h")
         print(f"  GPU hours: training and encoding throughput measured on {MEASURED_DEVICE}; other GPUs scaled by "
               "their dense peak (not measured).")
 
@@ -383,6 +400,16 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     return method.cost_plan(SimpleNamespace(**values))
 
 
+def _literal(text):
+    """A parameters cell's default, from its source text, as the notebook's namespace holds it."""
+    import ast
+
+    try:
+        return ast.literal_eval(text) if isinstance(text, str) else text
+    except (ValueError, SyntaxError):
+        return text
+
+
 def plan_chapters() -> list[str]:
     """The chapters that define a cost plan (``cost_plan`` in their methods module)."""
     import importlib
@@ -402,14 +429,200 @@ def plan_chapters() -> list[str]:
 
 def resolve_parts(value, parts: dict) -> tuple[str, ...]:
     """The ``parts`` parameter → the names of the parts to run: ``"all"``, ``"headline"`` (the parts marked
-    ``headline``: the paper's headline table) or a list of part names (each must be a part of the chapter)."""
+    ``headline``: the paper's headline table) or part names, as a list or one comma-separated string
+    (``"released,main"``: a notebook's ``parts`` parameter is a string, and ``-p`` values keep its type); each must
+    be a part of the chapter."""
     if value == "all":
         return tuple(parts)
     if value == "headline":
         return tuple(name for name, part in parts.items() if part.headline)
-    names = [value] if isinstance(value, str) else list(value)
+    names = [n.strip() for n in value.split(",") if n.strip()] if isinstance(value, str) else list(value)
     unknown = [name for name in names if name not in parts]
     if unknown:
         raise ValueError(f"parts {unknown} are not parts of this chapter; choose from {list(parts)}, 'all' or "
                          "'headline'")
     return tuple(name for name in parts if name in names)
+
+
+# ================================================================================ the book-wide plan (README, Summary)
+COLAB_SESSION_HOURS = 12
+"""The longest a Colab session runs (Colab's FAQ: "at most 12 hours" for the free tier, often less); a longer part
+needs several sessions, each resuming from the checkpoints and cached embeddings kept on Google Drive."""
+
+README_BEGIN = "<!-- generated by `python -m sdr.plan --write-readme`: begin -->"
+README_END = "<!-- generated by `python -m sdr.plan --write-readme`: end -->"
+
+
+def format_hours(hours: float) -> str:
+    """Hours as the plan prints them: two significant figures below 10, whole hours above."""
+    if hours == 0:
+        return "0"
+    if hours < 0.01:
+        return "< 0.01"
+    if hours < 1:
+        return f"{hours:.2f}"
+    if hours < 10:
+        return f"{hours:.1f}"
+    return f"{hours:,.0f}"
+
+
+def _about(hours: float) -> str:
+    text = format_hours(hours)
+    return text if text.startswith("<") or text == "0" else f"≈ {text}"
+
+
+def colab_t4_words(t4_hours: float, other_hours: float = 0.0) -> str:
+    """What a Colab T4 user can finish of work taking ``t4_hours`` on the T4 (scaled from the measured GPU) and
+    ``other_hours`` on its CPU and network, in words: the sessions of :data:`COLAB_SESSION_HOURS` it needs."""
+    total = float(t4_hours) + float(other_hours)
+    if total < 1 / 60:
+        return "under a minute"
+    if total < 1:
+        return f"≈ {total * 60:.0f} min: one session"
+    sessions = math.ceil(total / COLAB_SESSION_HOURS)
+    if sessions == 1:
+        return f"≈ {format_hours(total)} h: one session"
+    if sessions <= 10:
+        return (f"≈ {format_hours(total)} h: {sessions} sessions of {COLAB_SESSION_HOURS} h, each resuming from "
+                "Drive")
+    return (f"≈ {format_hours(total)} h: {sessions} sessions of {COLAB_SESSION_HOURS} h, more than Colab is "
+            "made for (a workstation GPU)")
+
+
+def book_plan_rows(profile: str = "paper", chapters: Iterable[str] | None = None) -> list[dict]:
+    """Every chapter's cost at ``profile``, part by part, then the headline parts' and the whole chapter's totals:
+    GPU hours on the measured GPU and on a T4 (scaled), CPU/network hours, download, and what a Colab T4 user can
+    finish. A chapter whose methods module has no ``cost_plan`` yet is one row saying so, with the single training
+    run the README listed before (:func:`paper_runs`) where it has one."""
+    from sdr.book.profiles import chapter_names
+
+    h100, t4 = _hours_label(MEASURED_DEVICE), _hours_label("Tesla T4")
+    planned = set(plan_chapters())
+    rows = []
+    for chapter in chapters or chapter_names():
+        if chapter not in planned:
+            for run in single_run_estimates(chapter) or [None]:
+                what = ("no cost plan yet" if run is None else
+                        f"no cost plan yet; one run estimated: {run['run']}, {run['examples']:,} × {run['epochs']}, "
+                        f"{run['steps']:,} steps")
+                rows.append({"chapter": chapter, "part": "—", "reproduces": what, "headline": "",
+                             h100: run[MEASURED_DEVICE] if run else None, t4: run["Tesla T4"] if run else None,
+                             "CPU / network h": None, "download": "", "on a Colab T4": ""})
+            continue
+        cost = chapter_cost_plan(chapter, profile)
+        totals = cost.totals()
+        for name, part in cost.parts.items():
+            rows.append({"chapter": chapter, "part": name, "reproduces": part.reproduces,
+                         "headline": "yes" if part.headline else "", h100: totals.loc[name, h100],
+                         t4: totals.loc[name, t4], "CPU / network h": totals.loc[name, "CPU / network h"],
+                         "download": human_bytes(cost.download_bytes([name])) if cost.download_bytes([name]) else "",
+                         "on a Colab T4": cost.t4_words(name)})
+        headline = [name for name, part in cost.parts.items() if part.headline]
+        sums = {column: sum(totals.loc[name, column] for name in headline)
+                for column in (h100, t4, "CPU / network h")}
+        rows.append({"chapter": chapter, "part": "headline parts", "reproduces": ", ".join(headline),
+                     "headline": "", **sums, "download": human_bytes(cost.download_bytes(headline))
+                     if cost.download_bytes(headline) else "",
+                     "on a Colab T4": colab_t4_words(sums[t4], sums["CPU / network h"])})
+        rows.append({"chapter": chapter, "part": "whole chapter", "reproduces": "", "headline": "",
+                     h100: totals.loc["whole chapter", h100], t4: totals.loc["whole chapter", t4],
+                     "CPU / network h": totals.loc["whole chapter", "CPU / network h"],
+                     "download": human_bytes(cost.download_bytes()) if cost.download_bytes() else "",
+                     "on a Colab T4": cost.t4_words()})
+    return rows
+
+
+def book_plan_table(profile: str = "paper"):
+    """:func:`book_plan_rows` as a DataFrame (the Summary page shows it)."""
+    import pandas as pd
+
+    return pd.DataFrame(book_plan_rows(profile))
+
+
+def readme_table(devices=(MEASURED_DEVICE, "Tesla T4")) -> str:
+    """Markdown of :func:`book_plan_rows` at ``paper``: per chapter, each part's cost and what a Colab T4 user can
+    finish of it, then the headline parts' and the whole chapter's totals (the README's table; a test keeps them
+    equal). ``devices`` is kept for callers of the earlier one-run table; the columns are the measured GPU's and
+    the T4's."""
+    rows = book_plan_rows("paper")
+    h100, t4 = _hours_label(MEASURED_DEVICE), _hours_label("Tesla T4")
+    header = ["chapter", "part", "reproduces", "headline", f"≈ {h100}", f"≈ {t4}", "CPU / network h", "download",
+              "on a Colab T4"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+    def cell(value) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        return format_hours(value) if isinstance(value, float) else str(value).replace("|", "/")
+
+    for row in rows:
+        bold = row["part"] in ("headline parts", "whole chapter")
+        values = [row["chapter"], row["part"], row["reproduces"], row["headline"], row[h100], row[t4],
+                  row["CPU / network h"], row["download"], row["on a Colab T4"]]
+        text = [cell(v) for v in values]
+        if bold:
+            text[1] = f"**{text[1]}**"
+        lines.append("| " + " | ".join(text) + " |")
+    return "\n".join(lines)
+
+
+def released_markdown() -> str:
+    """One line per chapter: how long its ``released`` part (the papers' released models scored by inference,
+    issue 32) takes at ``paper`` and on what, from its cost plan; chapters without one say so."""
+    from sdr.book.profiles import chapter_names
+
+    h100, t4 = _hours_label(MEASURED_DEVICE), _hours_label("Tesla T4")
+    planned = set(plan_chapters())
+    lines = []
+    for chapter in chapter_names():
+        if chapter not in planned:
+            lines.append(f"- {chapter}: no cost plan yet")
+            continue
+        cost = chapter_cost_plan(chapter, "paper")
+        if "released" not in cost.parts:
+            lines.append(f"- {chapter}: no released part (it scores no released model)")
+            continue
+        row = cost.totals().loc["released"]
+        lines.append(f"- {chapter}: {_about(row[h100])} GPU h on an {MEASURED_DEVICE} (encoding throughput "
+                     f"measured there), {_about(row[t4])} GPU h on a Tesla T4 (scaled, not measured), and "
+                     f"{_about(row['CPU / network h'])} h of CPU and network work (downloads at the stated "
+                     f"bandwidth, SVM grids); on a Colab T4: {cost.t4_words('released')}")
+    return "\n".join(lines)
+
+
+def readme_block() -> str:
+    """What the README holds between :data:`README_BEGIN` and :data:`README_END`."""
+    return "\n".join([README_BEGIN, "", readme_table(), "", "The `released` part of each chapter at `paper`:", "",
+                       released_markdown(), "", README_END])
+
+
+def write_readme(path: str | Path | None = None) -> bool:
+    """Replace the README's generated block with :func:`readme_block`; returns whether it changed."""
+    path = Path(path) if path else PAPER_TABLES.parents[1] / "README.md"
+    text = path.read_text(encoding="utf-8")
+    if README_BEGIN not in text or README_END not in text:
+        raise ValueError(f"{path}: the markers {README_BEGIN!r} … {README_END!r} are missing")
+    head, rest = text.split(README_BEGIN, 1)
+    tail = rest.split(README_END, 1)[1]
+    new = head + readme_block() + tail
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m sdr.plan", description="every chapter's cost at paper, part by "
+                                     "part (the README's table)")
+    parser.add_argument("--write-readme", action="store_true", help="replace the README's generated block")
+    args = parser.parse_args(argv)
+    if args.write_readme:
+        print("README.md " + ("updated" if write_readme() else "already current"))
+    else:
+        print(readme_block())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

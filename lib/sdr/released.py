@@ -204,48 +204,66 @@ class ShippedScores:
     metrics: dict = field(default_factory=dict)
 
 
-def shipped_specter_scidocs(scidocs_dir: str | Path, recomm_tolerance: float = 0.3) -> ShippedScores:
+SHIPPED_CHECK_MODEL = "SciDocs' shipped SPECTER embeddings"
+"""The name the shipped embeddings' row carries (and their expected values' key in the dry run's mirror)."""
+ROUNDING_TOLERANCE = 0.05 + 1e-9
+"""|ours − paper| that still rounds to the paper's one-decimal value (the float's own error allowed)."""
+
+
+def shipped_specter_scidocs(scidocs_dir: str | Path, recomm_tolerance: float = 0.3,
+                            embeddings_dir: str | Path | None = None, check: bool = True) -> ShippedScores:
     """SciDocs' shipped SPECTER embeddings scored by the book's SciDocs evaluator beside SPECTER's published row
     (SciNCL Table 1, quoted from Cohan et al. 2020; in the dry run the mirror's expected values): the ten
-    classification and proximity metrics must be equal at the paper's rounding (one decimal), recommendations
+    classification and proximity metrics must be equal at the paper's rounding (one decimal: within 0.05), recommendations
     within ``recomm_tolerance`` (its ranker trains with PyTorch, which the SciDocs README says does not reproduce
-    exactly)."""
+    exactly).
+
+    ``embeddings_dir``: the folder holding the three files (default: ``specter-embeddings/`` inside
+    ``scidocs_dir``, SciDocs' own layout; the registry's ``scidocs_specter_embeddings`` fetches them into a folder
+    of their own). ``check=False`` returns the table without raising, so a page can show it before it asserts
+    (:func:`assert_shipped`)."""
     from sdr import book
     from sdr.evaluate import scidocs
 
     folder = Path(scidocs_dir)
-    missing = [p for p in SHIPPED.values() if not (folder / p).exists()]
+    files = ({task: folder / path for task, path in SHIPPED.items()} if embeddings_dir is None
+             else {task: Path(embeddings_dir) / Path(path).name for task, path in SHIPPED.items()})
+    missing = [str(path) for path in files.values() if not path.exists()]
     if missing:
         raise FileNotFoundError(f"{folder}: SciDocs' shipped embeddings {missing} are missing "
-                                "(sdr data fetch scidocs fetches them)")
-    classification = scidocs.evaluate(folder, folder / SHIPPED["classification"], recomm=False, progress=False)
-    proximity = scidocs.evaluate(folder, folder / SHIPPED["proximity"], recomm=False, progress=False)
+                                "(sdr data fetch scidocs_specter_embeddings fetches them)")
+    classification = scidocs.evaluate(folder, files["classification"], recomm=False, progress=False)
+    proximity = scidocs.evaluate(folder, files["proximity"], recomm=False, progress=False)
     metrics = {task: classification[task] for task in scidocs.CLASSIFICATION_TASKS}
     metrics.update({task: proximity[task] for task in scidocs.PROXIMITY_TASKS})
     if scidocs.ScidocsPaths(folder).has_recomm():
-        metrics["recomm"] = scidocs.evaluate(folder, folder / SHIPPED["proximity"], recomm=True, progress=False,
-                                             recomm_embeddings=folder / SHIPPED["recommendations"])["recomm"]
+        metrics["recomm"] = scidocs.evaluate(folder, files["proximity"], recomm=True, progress=False,
+                                             recomm_embeddings=files["recommendations"])["recomm"]
     ours = book.scidocs_row(metrics)
-    check = ReleasedCheck("SciDocs' shipped SPECTER embeddings", "scidocs", "scidocs", "SPECTER",
-                          {k: k for k in ours}, tolerance=0.05)
-    expected = expected_values([check])
+    expected = expected_values([ReleasedCheck(SHIPPED_CHECK_MODEL, "scidocs", "scidocs", "SPECTER",
+                                              {k: k for k in ours}, tolerance=0.05)])
     rows = []
     for metric, value in ours.items():
         if isinstance(value, float) and math.isnan(value):
             continue
-        paper = expected[(check.model, "scidocs", metric)]
+        paper = expected[(SHIPPED_CHECK_MODEL, "scidocs", metric)]
         recomm = metric.startswith("recomm") or metric == "avg"
-        rounded = round(value, 1)
-        holds = abs(value - paper) <= recomm_tolerance if recomm else rounded == round(paper, 1)
-        rows.append({"metric": metric, "ours": value, "ours, paper's rounding": rounded, "paper": paper,
+        holds = (abs(value - paper) <= recomm_tolerance) if recomm else abs(value - paper) <= ROUNDING_TOLERANCE
+        rows.append({"metric": metric, "ours": value, "ours, paper's rounding": round(value, 1), "paper": paper,
                      "difference": value - paper, "check": f"within ±{recomm_tolerance}" if recomm
                      else "equal at one decimal", "holds": bool(holds)})
-    table = pd.DataFrame(rows)
-    failed = table[~table["holds"]]
+    scores = ShippedScores(pd.DataFrame(rows), metrics)
+    if check:
+        assert_shipped(scores)
+    return scores
+
+
+def assert_shipped(scores: ShippedScores) -> None:
+    """Raise :class:`ChapterCheckFailed` naming every metric of the shipped embeddings off SPECTER's row."""
+    failed = scores.table[~scores.table["holds"]]
     if len(failed):
         raise ChapterCheckFailed("SciDocs' shipped SPECTER embeddings do not score SPECTER's published row: "
                                  + ", ".join(f"{r.metric} {r.ours:.2f} vs {r.paper}" for r in failed.itertuples()))
-    return ShippedScores(table, metrics)
 
 
 # ------------------------------------------------------------------------------------ the dry run's expected values
@@ -321,3 +339,23 @@ def registered_checks(chapters: Iterable[str] | None = None) -> dict[str, list[R
         if getattr(method, "RELEASED_CHECKS", None):
             found[chapter] = list(method.RELEASED_CHECKS)
     return found
+
+
+def checks_read_by(chapters: Iterable[str] | None = None) -> list[ReleasedCheck]:
+    """The released checks the chapters score at ``paper``: each chapter's own (``RELEASED_CHECKS``) and, where a
+    chapter's method sets ``GATHERS_RELEASED_CHECKS`` (the Benchmarks chapter's table of every chapter's checks),
+    every chapter's. What the paper dry run writes stand-ins and expected values for."""
+    import importlib
+
+    from sdr.book.profiles import chapter_names
+
+    chapters = list(chapters or chapter_names())
+    gathers = False
+    for chapter in chapters:
+        try:
+            gathers = gathers or bool(getattr(importlib.import_module(f"sdr.methods.{chapter}"),
+                                              "GATHERS_RELEASED_CHECKS", False))
+        except ModuleNotFoundError:
+            continue
+    found = registered_checks(None if gathers else chapters)
+    return [check for checks in found.values() for check in checks]

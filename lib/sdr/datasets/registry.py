@@ -324,6 +324,23 @@ SCIDOCS = Dataset(
            "$SDR_DATA_CACHE/scidocs/` (4.6 GiB with embeddings)",
 )
 
+SCIDOCS_SPECTER_EMBEDDINGS = Dataset(
+    name="scidocs_specter_embeddings",
+    folder="scidocs_specter_embeddings",
+    description="SciDocs' shipped SPECTER embeddings (specter-embeddings/: cls for MAG and MeSH, user-citation for "
+                "the proximity tasks, recomm for recommendations), which the official evaluator scores to SPECTER's "
+                "published SciDocs row with no model",
+    licence="CC BY 4.0",
+    source="https://github.com/allenai/scidocs @ ebf239d30d70062b4111f9e3a8efe2b3d3f3d303 "
+           "(data: s3://ai2-s2-research-public/specter/scidocs/specter-embeddings/)",
+    files=tuple(DataFile(p, f"{_SCIDOCS_BASE}/specter-embeddings/{p}")
+                for p in ("cls.jsonl", "user-citation.jsonl", "recomm.jsonl")),
+    manual="or `aws s3 sync --no-sign-request s3://ai2-s2-research-public/specter/scidocs/specter-embeddings/ "
+           "$SDR_DATA_CACHE/scidocs_specter_embeddings/`",
+    label="SciDocs' shipped SPECTER embeddings",
+    size="most of SciDocs' 4.6 GiB",
+)
+
 MDCR = Dataset(
     name="mdcr",
     folder="mdcr",
@@ -496,7 +513,7 @@ _SIZES = {"scidocs": "4.6 GiB with embeddings", "mdcr": "~ 500 MB", "scirepeval_
 DATASETS: dict[str, Dataset] = {
     d.name: replace(d, label=d.label or _LABELS.get(d.name, ""), size=d.size or _SIZES.get(d.name, ""))
     for d in (
-        _csfcube(), CSABSTRUCT, PUBMED_RCT, CFS3, CF_SENTENCES, SCIDOCS, MDCR, SCIREPEVAL, SCIREPEVAL_FULL,
+        _csfcube(), CSABSTRUCT, PUBMED_RCT, CFS3, CF_SENTENCES, SCIDOCS, SCIDOCS_SPECTER_EMBEDDINGS, MDCR, SCIREPEVAL, SCIREPEVAL_FULL,
         SCICITE, SCICITE_FULL, ACL_ARC, S2ORC_SAMPLE, SPECTER_SAMPLE, SPECTER_TRAINING, ACADEMIC_PHRASEBANK,
         SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, FLEW_TRIPLETS, S2AG_CITATIONS_FLEW,
         S2ORC_SPECTER,
@@ -522,7 +539,10 @@ REAL_PROFILE_DATA = ("csfcube", "csabstruct", "scicite", "academic_phrasebank", 
                      "scirepeval")
 
 CHAPTER_DATA: dict[str, tuple[str, ...]] = {
-    "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "s2orc_specter"),
+    # the parts' data (sdr.methods.benchmarks.PART_DATA): the released part reads SciDocs with its shipped SPECTER
+    # embeddings and every benchmark a chapter's released check scores; paragraph retrieval S2ORC's full text
+    "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "scidocs", "scidocs_specter_embeddings", "mdcr", "scirepeval",
+                   "s2orc_specter"),
     "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),

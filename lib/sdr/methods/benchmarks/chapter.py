@@ -1,5 +1,6 @@
 """The Benchmarks chapter's steps, one call each: the evaluation harness checked against published numbers, and the
-floor every later chapter has to clear (lexical rankers, the untrained encoder, a random order).
+floor every later chapter has to clear (lexical rankers, the untrained encoder, a random order). Each step belongs
+to a part of :data:`sdr.methods.benchmarks.PARTS` and returns None, saying so once, when its part does not run.
 
 The systems the chapter scores are registries read by the page, the leaderboard rows and the tests:
 :data:`POOLINGS` (the untrained encoder's two poolings), :data:`LEXICAL_RANKERS`, :data:`QUERY_KINDS` and
@@ -25,9 +26,10 @@ from sdr.book.chapter import ChapterCheckFailed
 __all__ = ["POOLINGS", "LEXICAL_RANKERS", "QUERY_KINDS", "CSFCUBE_REFERENCES", "PUBLISHED_SPECTER_RANKINGS",
            "RELEASED_CSFCUBE", "RELEASED_LEXICAL_TEST_MAP", "RELEASED_RANDOM_FLOOR", "RELEASED_CSABSTRUCT_TEST",
            "REAL_CSABSTRUCT_MARGIN", "TFIDF_CHANCE_FACTOR", "system_name", "csfcube_system_names",
-           "chapter_inputs", "untrained_encoders", "CSFCubeScores", "csfcube_scores", "check_official_csfcube",
-           "TABLE4_COLUMNS", "SentenceScores", "sentence_retrieval", "expect_above_chance", "ParagraphScores",
-           "paragraph_retrieval", "expect_tfidf_above_chance", "leaderboard", "store"]
+           "chapter_inputs", "untrained_encoders", "show_setup", "CSFCubeScores", "csfcube_scores", "show_csfcube",
+           "csfcube_figure", "check_official_csfcube", "TABLE4_COLUMNS", "SentenceScores", "sentence_retrieval",
+           "sentence_figure", "expect_above_chance", "ParagraphScores", "paragraph_retrieval", "show_paragraphs",
+           "paragraph_figure", "expect_tfidf_above_chance", "leaderboard", "store"]
 
 #: The untrained encoder's poolings: every trained row of the other chapters is compared with one of them.
 POOLINGS = ("mean", "cls")
@@ -81,7 +83,9 @@ def chapter_inputs(run) -> SimpleNamespace:
     """CSFCube, CSAbstruct, PubMed-RCT (optional: scored when found, no replica at smoke/real) and the paragraph
     chunks under the data policy: the released data where the profile reads it, else replicas in the official
     layouts written from one synthetic corpus (built only if a replica is written). The paragraph chunks are
-    sections of real S2ORC full text at ``paper`` (CoSaEmb's arXiv set is not public), else of the replica.
+    sections of real S2ORC full text at ``paper`` (CoSaEmb's arXiv set is not public), else of the replica. Only
+    the inputs of the parts the run runs are resolved (the others are None): at ``paper`` a headline run reads no
+    S2ORC full text.
 
     Shown in: notebooks/benchmarks.ipynb, Benchmarks and baselines."""
     from sdr.evaluate import paragraphs
@@ -90,33 +94,53 @@ def chapter_inputs(run) -> SimpleNamespace:
     from sdr.synthetic.paragraphs import write_paragraphs
     from sdr.synthetic.sentences import write_csabstruct
 
-    p, data = run.p, run.data
+    p, data, parts = run.p, run.data, run.parts
     synthetic = data.lazy("the synthetic corpus behind the replicas",
                           lambda: make_corpus(n_papers=p.synthetic_papers, seed=p.seed))
     replica_of = f"synthetic corpus (seed {p.seed}, {p.synthetic_papers} papers)"
-    csfcube = data.input("csfcube", replica=lambda folder: write_csfcube(
-        synthetic(), folder, n_queries=p.replica_queries, pool_size=p.replica_pool, seed=p.seed),
-        replica_source=f"CSFCube replica of the {replica_of}")
-    csabstruct = data.input("csabstruct", replica=lambda folder: write_csabstruct(synthetic(), folder, seed=p.seed),
-                            replica_source=f"CSAbstruct replica of the {replica_of}")
-    pubmed = data.input("pubmed_rct", optional=True)
-    chunks = data.input(
-        "s2orc_specter", real=lambda folder: paragraphs.write_s2orc_chunks(
-            folder, run.workdir / "paragraphs.jsonl", n_papers=p.paragraph_papers, seed=p.seed),
-        replica=lambda folder: write_paragraphs(synthetic(), folder / "paragraphs.jsonl",
-                                                n_papers=p.paragraph_papers, seed=p.seed),
-        replica_source=f"paragraph replica of the {replica_of} ({p.paragraph_papers} papers)")
+    csfcube = csabstruct = pubmed = chunks = None
+    if "csfcube" in parts:
+        csfcube = data.input("csfcube", replica=lambda folder: write_csfcube(
+            synthetic(), folder, n_queries=p.replica_queries, pool_size=p.replica_pool, seed=p.seed),
+            replica_source=f"CSFCube replica of the {replica_of}")
+    if "sentences" in parts:
+        csabstruct = data.input("csabstruct", replica=lambda folder: write_csabstruct(synthetic(), folder,
+                                                                                      seed=p.seed),
+                                replica_source=f"CSAbstruct replica of the {replica_of}")
+        pubmed = data.input("pubmed_rct", optional=True)
+    if "paragraphs" in parts:
+        chunks = data.input(
+            "s2orc_specter", real=lambda folder: paragraphs.write_s2orc_chunks(
+                folder, run.workdir / "paragraphs.jsonl", n_papers=p.paragraph_papers, seed=p.seed),
+            replica=lambda folder: write_paragraphs(synthetic(), folder / "paragraphs.jsonl",
+                                                    n_papers=p.paragraph_papers, seed=p.seed),
+            replica_source=f"paragraph replica of the {replica_of} ({p.paragraph_papers} papers)")
     return SimpleNamespace(csfcube=csfcube, csabstruct=csabstruct, pubmed=pubmed, paragraphs=chunks,
                            synthetic=synthetic)
 
 
 def untrained_encoders(run) -> dict:
     """The chapter's encoder (``model_name``, first ``model_layers`` layers, ``max_length`` tokens) once per pooling
-    of :data:`POOLINGS`, named ``"<base model> · <pooling>"`` as the leaderboard's untrained references are.
+    of :data:`POOLINGS`, named ``"<base model> · <pooling>"`` as the leaderboard's untrained references are; none
+    when no part that scores it runs (a ``released``-only run loads no base model).
 
     Shown in: notebooks/benchmarks.ipynb, Benchmarks and baselines."""
+    if not {"csfcube", "sentences", "paragraphs"} & set(run.parts):
+        return {}
     label = book.base_model_label(run.p.model_name, run.p.model_layers)
     return {f"{label} · {pooling}": run.encoder(pooling=pooling, max_length=run.p.max_length) for pooling in POOLINGS}
+
+
+def show_setup(run, encoders: Mapping):
+    """The environment, the encoders' device path and the page's data table (every input, real or replica).
+
+    Shown in: notebooks/benchmarks.ipynb, Benchmarks and baselines."""
+    from IPython.display import display
+
+    print(book.environment_line())
+    if encoders:
+        print("encoding path:", next(iter(encoders.values())).plan.describe())
+    display(run.data.table())
 
 
 def _encode_at(encoder, tokens: int, encode):
@@ -167,6 +191,8 @@ def csfcube_scores(run, inputs, encoders: Mapping) -> CSFCubeScores:
     Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
     from sdr.evaluate import csfcube
 
+    if not run.runs_part("csfcube"):
+        return None
     p, folder = run.p, inputs.csfcube.path
     papers = csfcube.read_csfcube_papers(folder)
     results = {}
@@ -203,6 +229,28 @@ def csfcube_scores(run, inputs, encoders: Mapping) -> CSFCubeScores:
     return scores
 
 
+def show_csfcube(run, scores: CSFCubeScores | None) -> None:
+    """What the systems read, the test scores on "all" facets, then every facet (× 100), under the caption.
+
+    Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
+    from IPython.display import display
+
+    if scores is None:
+        return
+    print(scores.describe())
+    display((100 * scores.test.xs("all", level="facet")).round(2))
+    print("Test split, every facet (× 100):")
+    run.show(100 * scores.test)
+
+
+def csfcube_figure(run, scores: CSFCubeScores | None) -> None:
+    """MAP and NDCG%20 per system and facet (:func:`sdr.book.figures.facet_bars`).
+
+    Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
+    if scores is not None:
+        book.figures.facet_bars(run, 100 * scores.test, ["map", "ndcg%20"], title="CSFCube")
+
+
 def _check_csfcube(scores: CSFCubeScores) -> None:
     from sdr.evaluate import csfcube
 
@@ -235,6 +283,8 @@ def check_official_csfcube(run, inputs, scores: CSFCubeScores) -> None:
     Shown in: notebooks/benchmarks.ipynb, CSFCube: faceted query by example."""
     from sdr.evaluate import csfcube
 
+    if scores is None:
+        return
     if not inputs.csfcube.official:
         print(f"official-evaluator check not applied: {inputs.csfcube.source} is not the released CSFCube (the "
               "check needs its released bytes)")
@@ -260,6 +310,7 @@ def check_official_csfcube(run, inputs, scores: CSFCubeScores) -> None:
     if run.p.seed in RELEASED_RANDOM_FLOOR and floor != RELEASED_RANDOM_FLOOR[run.p.seed]:
         raise ChapterCheckFailed(f"the random floor of seed {run.p.seed} is {floor}, measured "
                                  f"{RELEASED_RANDOM_FLOOR[run.p.seed]}")
+    run.branch("official CSFCube evaluator checked")
 
 
 # ------------------------------------------------------------------------------------------------- sentences
@@ -276,6 +327,7 @@ class SentenceScores:
     tokens: int
     real: bool
     counts: pd.Series
+    official: bool = False  # the released test split (its registry digests)
 
     @property
     def chance_p1(self) -> float:
@@ -305,6 +357,8 @@ def sentence_retrieval(run, inputs, encoders: Mapping) -> SentenceScores:
     Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
     from sdr.evaluate import sentences
 
+    if not run.runs_part("sentences"):
+        return None
     p = run.p
     tokens = p.csabstruct_max_length or p.max_length
 
@@ -320,6 +374,7 @@ def sentence_retrieval(run, inputs, encoders: Mapping) -> SentenceScores:
     if inputs.pubmed is not None:
         pubmed_scores = scored(sentences.read_pubmed_rct(inputs.pubmed.file("test.txt")))
         columns.update({"pubmedrct_p@1": "p@1", "pubmedrct_map@r": "map@r"})
+        run.branch("PubMed-RCT scored")
     else:
         print("PubMed-RCT not found in $SDR_DATA or the cache (`sdr data fetch pubmed_rct`): its columns stay empty "
               "for our rows.")
@@ -328,7 +383,8 @@ def sentence_retrieval(run, inputs, encoders: Mapping) -> SentenceScores:
     paper = book.read_paper_table("scitoricsbert_table4")
     table = book.paper_vs_ours(ours.reindex(columns=TABLE4_COLUMNS), paper, TABLE4_COLUMNS, f"this book ({run.profile})")
     counts = pd.Series([s.label for s in items]).value_counts()
-    result = SentenceScores(items, scores, pubmed_scores, ours, table, tokens, inputs.csabstruct.real, counts)
+    result = SentenceScores(items, scores, pubmed_scores, ours, table, tokens, inputs.csabstruct.real, counts,
+                            inputs.csabstruct.official)
     _check_sentences(result, paper, inputs.csabstruct.official)
     return result
 
@@ -361,16 +417,33 @@ def _check_sentences(result: SentenceScores, paper: pd.DataFrame, official: bool
         raise ChapterCheckFailed(f"our rows are {list(table.iloc[len(paper):]['model'])}, not {list(result.scores)}")
 
 
-def expect_above_chance(run, result: SentenceScores) -> None:
-    """The claim: each pooling's P@1 is above chance (:attr:`SentenceScores.chance_p1`), by
-    :data:`REAL_CSABSTRUCT_MARGIN` on the real CSAbstruct; an encoder that ignores its input sits at chance and
-    fails.
+def sentence_figure(run, result: SentenceScores | None) -> None:
+    """The paper's rows of Table 4 and ours as bars (:func:`sdr.book.figures.paper_vs_ours_bars`).
 
     Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
+    if result is not None:
+        book.figures.paper_vs_ours_bars(run, result.table, "CSAbstruct sentence retrieval",
+                                        metrics={"csabstruct_p@1": "P@1", "csabstruct_map@r": "MAP@R"})
+
+
+def expect_above_chance(run, result: SentenceScores | None) -> None:
+    """The claim: each pooling's P@1 is above chance (:attr:`SentenceScores.chance_p1`), by
+    :data:`REAL_CSABSTRUCT_MARGIN` on the real CSAbstruct with a pretrained encoder; an encoder that ignores its
+    input sits at chance and fails. In the paper dry run the encoder is a tiny random stand-in, for which the margin
+    (measured with the pretrained MiniLM) means nothing: chance itself is the bar there, as on a replica.
+
+    Shown in: notebooks/benchmarks.ipynb, Sentence retrieval by rhetorical role (CSAbstruct)."""
+    from sdr import datasets
+
+    if result is None:
+        return
     chance = result.chance_p1
     p1 = {name: round(scored["p@1"], 3) for name, scored in result.scores.items()}
     print(f"chance P@1 {chance:.3f}; ours:", p1)
-    margin = REAL_CSABSTRUCT_MARGIN if result.real else 0.0
+    margin = REAL_CSABSTRUCT_MARGIN if result.real and not datasets.dry_run() else 0.0
+    if result.real and datasets.dry_run():
+        print(f"margin {REAL_CSABSTRUCT_MARGIN:g} not applied: the paper dry run's encoder is a tiny random stand-in "
+              "(the margin was measured with the pretrained MiniLM); the bar is chance")
     for name, scored in result.scores.items():
         if not scored["p@1"] > chance + margin:
             raise ChapterCheckFailed(f"CSAbstruct, {name}: P@1 {scored['p@1']:.3f} is not above chance "
@@ -415,6 +488,10 @@ def paragraph_retrieval(run, inputs, encoders: Mapping) -> ParagraphScores:
     from sdr import baselines
     from sdr.evaluate import paragraphs
 
+    if not run.runs_part("paragraphs"):
+        return None
+    if inputs.paragraphs.real:
+        run.branch("paragraphs from S2ORC full text")
     chunks = paragraphs.read_chunks(inputs.paragraphs.path)
     texts = [c.text for c in chunks]
     scores = {name: paragraphs.evaluate(encoder.encode_texts(texts, batch_size=run.p.batch_size), chunks)
@@ -430,11 +507,32 @@ def paragraph_retrieval(run, inputs, encoders: Mapping) -> ParagraphScores:
     return ParagraphScores(chunks, scores, table, inputs.paragraphs.source, inputs.paragraphs.real, run.profile)
 
 
-def expect_tfidf_above_chance(run, result: ParagraphScores) -> None:
+def show_paragraphs(run, result: ParagraphScores | None) -> None:
+    """Recall@1 and Recall@3 of each system (× 100) under the chunks' caption.
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
+    from IPython.display import display
+
+    if result is not None:
+        print(result.caption)
+        display((100 * result.table).round(2))
+
+
+def paragraph_figure(run, result: ParagraphScores | None) -> None:
+    """The systems' Recall@k as bars (:func:`sdr.book.figures.system_bars`).
+
+    Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
+    if result is not None:
+        book.figures.system_bars(run, 100 * result.table, title=f"Paragraph retrieval — {result.what} ({run.profile})")
+
+
+def expect_tfidf_above_chance(run, result: ParagraphScores | None) -> None:
     """The claim: TF-IDF vectors find a sibling section first far above chance (:attr:`ParagraphScores.chance_r1`),
     by :data:`TFIDF_CHANCE_FACTOR` ×.
 
     Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
+    if result is None:
+        return
     chance = result.chance_r1
     print(f"chance recall@1 {chance:.4f}")
     recall = result.table.loc["TF-IDF vectors", "recall@1"]
@@ -444,46 +542,57 @@ def expect_tfidf_above_chance(run, result: ParagraphScores) -> None:
 
 
 # ------------------------------------------------------------------------------------------------- the results store
-def leaderboard(run, inputs, csfcube: CSFCubeScores, sentences: SentenceScores) -> list[dict]:
+def leaderboard(run, inputs, csfcube: CSFCubeScores | None, sentences: SentenceScores | None) -> list[dict]:
     """The Summary's leaderboard rows: every ranked CSFCube system (not :data:`CSFCUBE_REFERENCES`) and each
-    pooling on CSAbstruct test, none trained here, each read at one input length, with per-query scores. The
-    untrained encoders are the references every trained row of the other chapters is compared with
-    (:func:`sdr.book.untrained_reference`).
+    pooling on CSAbstruct test, none trained here, each read at one input length, with per-query scores (the rows
+    of the parts that ran). The untrained encoders are the references every trained row of the other chapters is
+    compared with (:func:`sdr.book.untrained_reference`).
 
     Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
     p = run.p
     encoder_base = book.base_model_label(p.model_name, p.model_layers)
-    encoders = [name for name in sentences.scores]
     rows = []
-    for system, result in csfcube.results.items():
-        if system in CSFCUBE_REFERENCES:
-            continue
-        base = encoder_base if any(system.startswith(name) for name in encoders) else "—"
-        per_query, groups = book.csfcube_per_query(result, inputs.csfcube.path)
-        rows.append(book.leaderboard_row(system, "csfcube", book.csfcube_metrics(result), data=inputs.csfcube.kind,
-                                         base_model=base, training="none", input_tokens=csfcube.tokens,
-                                         per_query=per_query, query_groups=groups))
-    for (name, result), pooling in zip(sentences.scores.items(), POOLINGS):
-        if not name.endswith(pooling):
-            raise ChapterCheckFailed(f"the encoder {name!r} is not the {pooling} pooling")
-        rows.append(book.leaderboard_row(
-            book.untrained_reference(p.model_name, p.model_layers, pooling, "csabstruct"), "csabstruct",
-            book.csabstruct_metrics(result), data=inputs.csabstruct.kind, base_model=encoder_base, training="none",
-            input_tokens=sentences.tokens, per_query=book.csabstruct_per_query(result)))
-    reference = book.untrained_reference(p.model_name, p.model_layers, "cls")
-    if reference not in csfcube.results:
-        raise ChapterCheckFailed(f"the untrained reference {reference!r} was not scored on CSFCube")
+    if csfcube is not None:
+        encoders = [system for system in csfcube.results if system.endswith(" · abstract query")]
+        for system, result in csfcube.results.items():
+            if system in CSFCUBE_REFERENCES:
+                continue
+            base = encoder_base if system.startswith(encoder_base) else "—"
+            per_query, groups = book.csfcube_per_query(result, inputs.csfcube.path)
+            rows.append(book.leaderboard_row(system, "csfcube", book.csfcube_metrics(result),
+                                             data=inputs.csfcube.kind, base_model=base, training="none",
+                                             input_tokens=csfcube.tokens, per_query=per_query, query_groups=groups))
+        reference = book.untrained_reference(p.model_name, p.model_layers, "cls")
+        if reference not in csfcube.results:
+            raise ChapterCheckFailed(f"the untrained reference {reference!r} was not scored on CSFCube ({encoders})")
+    if sentences is not None:
+        for (name, result), pooling in zip(sentences.scores.items(), POOLINGS):
+            if not name.endswith(pooling):
+                raise ChapterCheckFailed(f"the encoder {name!r} is not the {pooling} pooling")
+            rows.append(book.leaderboard_row(
+                book.untrained_reference(p.model_name, p.model_layers, pooling, "csabstruct"), "csabstruct",
+                book.csabstruct_metrics(result), data=inputs.csabstruct.kind, base_model=encoder_base,
+                training="none", input_tokens=sentences.tokens, per_query=book.csabstruct_per_query(result)))
     return rows
 
 
-def store(run, csfcube: CSFCubeScores, sentences: SentenceScores, paragraphs: ParagraphScores, rows: list[dict]):
-    """Store the chapter's tables, the facet queries' report, the model and the leaderboard rows.
+def store(run, csfcube: CSFCubeScores | None, sentences: SentenceScores | None, paragraphs: ParagraphScores | None,
+          rows: list[dict], released=None):
+    """Store the tables of the parts that ran (the released models' table as ``released``), the facet queries'
+    report, the model and the leaderboard rows.
 
     Shown in: notebooks/benchmarks.ipynb, Paragraph retrieval (CoSaEmb Table 6 set-up)."""
-    path = run.save({"csfcube_test": csfcube.test.reset_index(), "csfcube_dev": csfcube.dev.reset_index(),
-                     "sentences": sentences.table, "paragraphs": paragraphs.table.reset_index(names="system")},
-                    extra={"csfcube_facet_queries": csfcube.facet_report,
-                           "model": book.base_model_label(run.p.model_name, run.p.model_layers),
-                           "leaderboard": rows})
+    tables, extra = {}, {}
+    if released is not None:
+        tables["released"] = released.table
+    if csfcube is not None:
+        tables.update({"csfcube_test": csfcube.test.reset_index(), "csfcube_dev": csfcube.dev.reset_index()})
+        extra["csfcube_facet_queries"] = csfcube.facet_report
+    if sentences is not None:
+        tables["sentences"] = sentences.table
+    if paragraphs is not None:
+        tables["paragraphs"] = paragraphs.table.reset_index(names="system")
+    extra["model"] = book.base_model_label(run.p.model_name, run.p.model_layers)
+    path = run.save(tables, extra={**extra, "leaderboard": rows})
     print(f"stored {path}")
     return path
