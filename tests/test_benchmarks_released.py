@@ -110,14 +110,15 @@ def _planted(mirror: Path, tmp_path: Path, key: str, shift: float) -> Path:
 
 
 def test_a_planted_mismatch_in_the_shipped_row_fails_the_part(setting, tmp_path, monkeypatch):
-    planted = _planted(setting, tmp_path, f"{released.SHIPPED_CHECK_MODEL}|scidocs|mag_f1", 0.06)
+    planted = _planted(setting, tmp_path, released.expected_key(released.ReleasedCheck(
+        released.SHIPPED_CHECK_MODEL, "scidocs", "scidocs", "SPECTER", {"mag_f1": "mag_f1"}), "mag_f1"), 0.06)
     monkeypatch.setenv("SDR_DATA", str(planted))
     with pytest.raises(ChapterCheckFailed, match="shipped SPECTER embeddings do not score .*mag_f1"):
         benchmarks.released_models(FakeRun(planted))
 
 
 def test_a_planted_mismatch_in_a_released_check_fails_the_part(setting, tmp_path, monkeypatch):
-    planted = _planted(setting, tmp_path, f"{SCIBERT}|scidocs|cite_map", 0.5)
+    planted = _planted(setting, tmp_path, released.expected_key(ASSERTED, "cite_map"), 0.5)
     monkeypatch.setenv("SDR_DATA", str(planted))
     with pytest.raises(ChapterCheckFailed, match="scidocs, cite_map: .*tolerance ±0.3"):
         benchmarks.released_models(FakeRun(planted))
