@@ -32,9 +32,10 @@ import yaml
 
 from sdr.jsonio import InputError, read_notebook
 
-SHARED_TYPES: dict[str, tuple[type, ...]] = {"use_real_data": (bool, str)}
+SHARED_TYPES: dict[str, tuple[type, ...]] = {"use_real_data": (bool, str), "parts": (str, list)}
 """Parameters whose types are the book's, not one notebook's: ``use_real_data`` is true, false or ``"auto"``
-in every chapter (:func:`sdr.datasets.policy_for`), whatever its default there."""
+in every chapter (:func:`sdr.datasets.policy_for`), whatever its default there; ``parts`` is ``"all"``,
+``"headline"`` or a list of part names (:func:`sdr.plan.resolve_parts`)."""
 
 TYPE_NAMES = {"bool": bool, "int": int, "float": float, "str": str, "list": list, "dict": dict,
               "List": list, "Dict": dict, "None": type(None), "NoneType": type(None)}

@@ -366,11 +366,14 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     import importlib
     from types import SimpleNamespace
 
-    from sdr.book.profiles import chapter_parameters, notebook_parameters
+    from sdr.book.profiles import chapter_parameters
     from sdr.book import paths
+    from sdr.parameters import parameter_specs
 
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
-    values = {**notebook_parameters(notebook), **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
+    # the parameters cell's defaults as values (notebook_parameters gives their source text), then the profile's
+    defaults = {name: spec.default for name, spec in parameter_specs(notebook).items()}
+    values = {**defaults, **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
     method = importlib.import_module(f"sdr.methods.{chapter}")
     return method.cost_plan(SimpleNamespace(**values))
 

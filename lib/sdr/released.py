@@ -51,6 +51,8 @@ class ReleasedCheck:
             row unasserted, and ``unasserted_because`` says why (another data version, a setup the book cannot
             reproduce exactly).
         adapter: any adapter or prompt the paper used with the model (recorded on the row).
+        paper_table_ref: the value of the paper table's ``table`` column that picks the row when ``paper_model``
+            names rows of several tables (e.g. "Table 6.9"); empty: ``paper_model`` alone names one row.
     """
 
     model: str
@@ -64,6 +66,7 @@ class ReleasedCheck:
     unasserted_because: str = ""
     adapter: str = ""
     csfcube_queries: str = "abstract"
+    paper_table_ref: str = ""
 
     def __post_init__(self):
         if self.tolerance is None and not self.unasserted_because:
@@ -121,8 +124,11 @@ def expected_values(checks: Iterable[ReleasedCheck], mirror: str | Path | None =
     for check in checks:
         table = book.read_paper_table(check.paper_table)
         row = table[table["model"] == check.paper_model]
+        if check.paper_table_ref:
+            row = row[row["table"] == check.paper_table_ref]
         if len(row) != 1:
-            raise ValueError(f"data/paper_tables/{check.paper_table}.csv: {len(row)} rows named {check.paper_model!r}")
+            raise ValueError(f"data/paper_tables/{check.paper_table}.csv: {len(row)} rows named {check.paper_model!r}"
+                             + (f" in {check.paper_table_ref}" if check.paper_table_ref else ""))
         for metric, column in check.metrics.items():
             values[(check.model, check.benchmark, metric)] = float(row[column].iloc[0])
     return values
@@ -161,7 +167,9 @@ def score_released(checks: Sequence[ReleasedCheck], data_dirs: Mapping[str, str 
                 rows.append({"model": model, "benchmark": check.benchmark, "metric": metric, "ours": ours[metric],
                              "paper": paper, "difference": difference, "tolerance": check.tolerance,
                              "holds": None if check.tolerance is None else bool(abs(difference) <= check.tolerance),
-                             "paper row": f"{check.paper_table}: {check.paper_model} ({column})",
+                             "paper row": f"{check.paper_table}: {check.paper_model}"
+                                          + (f", {check.paper_table_ref}" if check.paper_table_ref else "")
+                                          + f" ({column})",
                              "pooling": pooling, "input tokens": max_length, "adapter or prompt": check.adapter or "—",
                              "cached": check.benchmark in outcome.get("cached", []),
                              "why unasserted": check.unasserted_because})
