@@ -143,6 +143,7 @@ def without_leakage(run, inputs, training: specter.TrainingSet) -> WithoutLeakag
             "the sampled triplets have one (SPECTER's triplets name them); the others need Semantic Scholar's bulk "
             "papers and abstracts (issue 36), so the w/o-leakage rows are not trained.")
     print(note)
+    run.show(table, decimals=None)
     return WithoutLeakage(True, table, collisions, bands, dict(embedding.link_prediction), note)
 
 

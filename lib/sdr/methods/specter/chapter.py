@@ -25,9 +25,11 @@ from sdr.methods.specter.recipe import (TrainingTriplets, csfcube_leaderboard_ro
 from sdr.train import TrainConfig, TripletObjective
 
 __all__ = ["TRAINING_PARAMETERS", "chapter_inputs", "TrainingSet", "training_set", "UndirectedSet",
-           "undirected_set", "train_config", "fit_on_triplets", "page_names", "specter_runs", "retrainer",
+           "undirected_set", "train_config", "fit_on_triplets", "expect_lower_loss", "page_names", "specter_runs",
+           "retrainer",
            "triplet_encoder", "train_triplet_models", "released_encoders", "store", "specter_findings", "scidocs_table",
            "gains_over_untrained", "papers_next_to_ours", "model_family", "training_data", "row_origins", "paper_pairs",
+           "show_pairs",
            "SPECTER_DEVIATIONS", "specter_deviations", "fidelity_tables", "CSFCubeScores", "csfcube_table", "SeedRows", "seed_rows",
            "leaderboard", "findings", "METRIC_COLUMNS"]
 
@@ -231,6 +233,21 @@ def train_triplet_models(run, runs: Mapping[str, tuple[str, Sequence]], papers, 
     return fits
 
 
+def expect_lower_loss(run, fits: Mapping[str, Fit]) -> pd.DataFrame:
+    """The check with teeth that training lowered every run's triplet loss on its probe triplets (dropout off) by more
+    than ``min_loss_drop`` (set from the seed spread measured at smoke, profiles.yml; 0 elsewhere: a strict drop);
+    returns the losses. Not applied in the paper dry run, whose tiny random stand-ins train a few steps at the paper's
+    learning rate and leave the probe loss where it was (measured: 1.0000 before and after, 4 decimals); a line says
+    so. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb, Training."""
+    from sdr import datasets
+
+    if datasets.dry_run():
+        print("check not applied: the paper dry run's stand-ins (tiny random models) train a few steps at the paper's "
+              "learning rate, which leaves their probe loss where it was; at paper the loss must fall")
+        return pd.DataFrame({fit.name: fit.losses() for fit in fits.values()}).T
+    return run.expect_lower_loss(fits.values(), run.p.min_loss_drop)
+
+
 def page_names(training: TrainingSet) -> dict[str, str]:
     """SPECTER's two runs → their names on the page (labelled when the training data overlap SciDocs)."""
     return {"SPECTER": f"SPECTER{training.leak_label}",
@@ -370,6 +387,23 @@ def paper_pairs(run, inputs, training: TrainingSet, ours: pd.DataFrame):
     paper = book.read_paper_table("scidocs")
     paper = paper[(paper["source"] == "SciNCL") | (paper["model"] == "SPECTER(Undirected)")]
     return pair_with_paper(ours, origins, candidates, METRIC_COLUMNS, paper)
+
+
+def show_pairs(run, pairs: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    """Show the rows paired with the paper's (each metric: ours, the paper's, the difference), or say that none is,
+    then the rows shown apart with what differs. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb."""
+    from IPython.display import display
+
+    paired, apart = pairs
+    print(run.caption())
+    if len(paired):
+        display(paired.round(2))
+    else:
+        print("No row of ours comes from the paper's training data, model family and protocol together: none is "
+              "paired with a paper's row.")
+    if len(apart):
+        print("Shown apart from the paper's rows:")
+        display(apart)
 
 
 #: What the SPECTER chapter does differently from SPECTER (and the thesis) at every profile; the deviations that
