@@ -31,7 +31,7 @@ CHAPTER = "specter"
 OVERRIDES = {
     "use_real_data": False, "n_papers": 200, "n_eval_queries": 10, "max_queries": 16, "max_length": 32,
     "batch_size": 4, "accumulation_steps": 1, "checkpoint_every": 4, "recommendations": False,
-    "csfcube_replica_queries": 6, "csfcube_replica_pool": 20, "min_gain": -100.0,
+    "csfcube_replica_queries": 6, "csfcube_replica_pool": 20, "min_gain": -100.0, "min_loss_drop": 0.0,
 }
 FIRST, SECOND = "SPECTER", "SPECTER(Undirected)"
 

@@ -263,12 +263,20 @@ def _method(chapter: str):
     import importlib
 
     return importlib.import_module(f"sdr.methods.{chapter}")
+def _method_writer(chapter: str, name: str):
+    """A fixture writer of a chapter's methods package (imported when the mirror is written)."""
+    def write(folder: Path, fixture: FixtureCorpus) -> None:
+        import importlib
+
+        getattr(importlib.import_module(f"sdr.methods.{chapter}"), name)(folder, fixture)
+
+    return write
 
 
 WRITERS = {
     "scirepeval_cite_prediction": write_scirepeval_cite_prediction,
-    "specter_wol": write_specter_wol,
-    "scidocs": write_scidocs,
+    "specter_wol": _method_writer("scincl", "write_dry_run_wol"),
+    "scidocs": _method_writer("specter", "write_dry_run_scidocs"),
     "mdcr": write_mdcr,
     "scirepeval_full": write_scirepeval_full,
     "csfcube": write_csfcube,

@@ -212,8 +212,12 @@ class Table2:
               + ("the paper's protocol on this graph." if self.paper_protocol
                  else "a smaller version of the paper's protocol."))
         if self.not_run:
-            display(Markdown(f"**Not run at `{run.profile}`** (one parameter away, `ablations`; profiles.yml says "
-                             f"why): {', '.join(self.not_run)}."))
+            display(Markdown(f"**Not run at `{run.profile}`** (one parameter away, `ablations` and `parts`; "
+                             f"profiles.yml says why): {', '.join(self.not_run)}."))
+        from sdr.methods.scincl.paper import TABLE2_NOT_RUN
+
+        display(Markdown("**Not run at any profile**: " + "; ".join(f"{row} ({why})" for row, why in
+                                                                   TABLE2_NOT_RUN.items()) + "."))
 
 
 def run_table2(run, inputs, training: specter.TrainingSet, embedded: CitationEmbedding, sets: TrainingSets,
@@ -225,7 +229,9 @@ def run_table2(run, inputs, training: specter.TrainingSet, embedded: CitationEmb
 
     Shown in: notebooks/scincl.ipynb, Table 2: ablations."""
     p = run.p
-    selected = _selected_ablations(p.ablations)
+    selected = _selected_ablations(p.ablations)  # unknown names are an error whether or not the part runs
+    if selected and not run.runs_part("ablations"):
+        selected = {}
     seeds = table2_seeds(p)
     config = train_config(run)
     setup = Table2Setup(run, inputs, training, embedded, sets, config)
@@ -265,7 +271,7 @@ def run_table2(run, inputs, training: specter.TrainingSet, embedded: CitationEmb
     protocol = (f"{len(sets.main_queries):,} query papers ({len(sets.triplets):,} triplets), {p.epochs} epoch(s), "
                 f"{len(seeds)} seed(s) a row, SciDocs {inputs.scidocs.kind} test")
     paper_protocol = p.epochs == 2 and p.max_queries == 0 and len(seeds) >= 3 and inputs.scidocs.real
-    return Table2(table, list(p.ablations), [name for name in TABLE2_ABLATIONS if name not in p.ablations], protocol,
+    return Table2(table, list(selected), [name for name in TABLE2_ABLATIONS if name not in selected], protocol,
                   paper_protocol, audits)
 
 
@@ -319,7 +325,8 @@ def run_sweeps(run, inputs, training: specter.TrainingSet, embedded: CitationEmb
     Shown in: notebooks/scincl.ipynb, Figs. 2 and 3: where the bands should sit."""
     p = run.p
     sweep_queries = share_of_queries(sets.query_ids, p.sweep_fraction, p.seed)
-    points = sweep_points(sets.bands, sets.n_nodes, p.sweeps, p.k_pos_sweep, p.k_hard_sweep)
+    swept = list(p.sweeps) if not p.sweeps or run.runs_part("sweeps") else []
+    points = sweep_points(sets.bands, sets.n_nodes, swept, p.k_pos_sweep, p.k_hard_sweep)
     config = replace(train_config(run), epochs=p.sweep_epochs)
     searches = {run_seed: search_bands(embedded.embedding, list(points.values()), sweep_queries, run_seed)
                 for run_seed in p.sweep_seeds} if points else {}
@@ -340,5 +347,4 @@ def run_sweeps(run, inputs, training: specter.TrainingSet, embedded: CitationEmb
                 f"{measure}")
     paper_protocol = (p.sweep_fraction == 0.1 and len(p.sweep_seeds) >= 3 and p.sweep_epochs == 2
                       and inputs.scidocs.real and p.sweep_recommendations)
-    return SweepRuns(table, measure, protocol, paper_protocol, list(p.sweeps),
-                     [name for name in SWEEPS if name not in p.sweeps])
+    return SweepRuns(table, measure, protocol, paper_protocol, swept, [name for name in SWEEPS if name not in swept])

@@ -12,7 +12,7 @@ the page keeps one line per claim. Shown in: notebooks/scincl.ipynb.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -27,14 +27,15 @@ from sdr.samplers import band_check, count_collisions, specter_triplets
 from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
-           "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table",
-           "print_plan", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
-           "retrainer", "LikeForLike", "like_for_like", "TABLE1_MODELS", "store", "findings"]
+           "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
+           "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
+           "retrainer", "paper_pairs", "TABLE1_MODELS", "store", "findings"]
 
 #: The parameters that change SciNCL's training (graph, bands, sampling, optimiser, ablation sizes): they key the
 #: chapter's run folder (``book.run_dir``), with the training data's source line (:func:`train_main_models`).
 TRAINING_PARAMETERS = ("model_name", "model_layers", "seed", "n_papers", "eval_fraction", "graph_dimension",
-                       "graph_comparator", "graph_epochs", "graph_test_fraction", "graph_undirected", "k_pos", "k_hard",
+                       "graph_comparator", "graph_epochs", "graph_test_fraction", "graph_undirected",
+                       "index_every_paper", "k_pos", "k_hard",
                        "max_queries", "max_length", "epochs", "batch_size", "accumulation_steps", "learning_rate",
                        "schedule", "table2_k_hard_shares", "data_fractions", "bitfit_learning_rate", "sweep_fraction",
                        "sweep_epochs")
@@ -54,6 +55,7 @@ class TripletGraph:
     query_ids: list[str]
     label: str
     query_leakage: pd.DataFrame
+    paper_ids: list[str] = field(default_factory=list)  # every paper of the triplets, negatives too
 
     def describe(self) -> str:
         return (f"{self.label}: {self.report['edges']:,} citations (query → positive) from "
@@ -73,7 +75,7 @@ def triplet_graph(inputs, training: specter.TrainingSet) -> TripletGraph:
     query_ids = query_papers(citations)
     label = "SPECTER's triplet graph" if inputs.triplets.real else "the replica triplets' graph"
     query_leakage = specter.scidocs_leakage({q: training.papers[q] for q in query_ids}, inputs.scidocs.path)
-    return TripletGraph(citations, report, query_ids, label, query_leakage)
+    return TripletGraph(citations, report, query_ids, label, query_leakage, sorted(training.papers))
 
 
 # ------------------------------------------------------------------------------------------------- the graph embedding
@@ -100,7 +102,9 @@ def graph_config(p):
 
 def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     """Embed the triplet graph with PyTorch-BigGraph (:func:`sdr.graph.embed`) and score link prediction on the
-    held-out edges (Table 5's protocol), our row under the paper's. On the replica, whose planted communities are
+    held-out edges (Table 5's protocol), our row under the paper's. With ``index_every_paper`` (the paper profile)
+    every paper of the triplets is a node, so the FAISS index holds every training paper as SciNCL's did (A.4); the
+    papers that occur only as negatives have no edge here and keep BigGraph's random initial vectors. On the replica, whose planted communities are
     known, the embedding must be informative: link prediction beats chance (AUC 50) by far (AUC above 70), and a
     paper's 10 nearest neighbours share its community more than three times as often as chance.
 
@@ -109,7 +113,10 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
 
     p = run.p
     config = graph_config(p)
-    embedding = embed(graph.citations, config)
+    nodes = graph.paper_ids if p.index_every_paper else None
+    embedding = embed(graph.citations, config, nodes=nodes)
+    if nodes:
+        run.branch("every training paper indexed")
     ours = pd.DataFrame([{"model": f"BigGraph {p.graph_dimension} {p.graph_comparator.capitalize()}.",
                           "dimension": p.graph_dimension, "comparator": p.graph_comparator,
                           **embedding.link_prediction}])
@@ -242,6 +249,8 @@ def training_sets(run, training: specter.TrainingSet, graph: TripletGraph,
     n_nodes = len(embedding.ids)
     requested = replace(scaled_bands(n_nodes), **{k: v for k, v in (("k_pos", p.k_pos), ("k_hard", p.k_hard)) if v})
     bands = clip_bands(requested, n_nodes)  # what the sampler can take from a graph of n_nodes papers
+    if bands == requested and bands.k_hard == PAPER_BANDS.k_hard:
+        run.branch("paper bands unclipped (k-hard 4000)")
     main_queries = specter.take_queries(graph.query_ids, p.max_queries, p.seed)
     collision_queries = share_of_queries(graph.query_ids, p.collision_fraction, p.seed)
     collision_settings = [replace(bands, k_hard=k) for k in collision_grid(bands, n_nodes, p.collision_k_hard)]
@@ -324,7 +333,8 @@ def collision_table(run, training: specter.TrainingSet, graph: TripletGraph, emb
                     sets: TrainingSets) -> Collisions:
     """SciNCL A.8 / Fig. 5 on ``collision_fraction`` of the query papers: collisions of the kNN bands at each k⁻hard
     of the grid (the search :func:`training_sets` made) and of SPECTER's sampling on the same graph. The shape of
-    Fig. 5 must hold: the narrowest margin collides at least as often as the widest.
+    Fig. 5 must hold (:func:`fig5_shape`): the narrowest margin collides more often than the widest, by more than
+    ``min_collision_gap``, wherever the grid fits the graph.
 
     Shown in: notebooks/scincl.ipynb, Collisions against the sampling-induced margin (A.8, Fig. 5)."""
     p = run.p
@@ -333,10 +343,36 @@ def collision_table(run, training: specter.TrainingSet, graph: TripletGraph, emb
                             searched=sets.searches["collisions"])
     specter_all, _ = specter_triplets(graph.citations, candidates=sorted(training.papers),
                                       query_ids=sets.collision_queries, seed=p.seed, progress=False, verbose=False)
-    if not table["collisions"].iloc[0] >= table["collisions"].iloc[-1]:
-        raise ChapterCheckFailed(f"Fig. 5's shape: the narrowest margin (k-hard {table['k_hard'].iloc[0]}) collides "
-                                 f"less often than the widest (k-hard {table['k_hard'].iloc[-1]}):\n{table}")
+    fig5_shape(run, table, max(collision_grid(sets.bands, 2**62, p.collision_k_hard)), sets.n_nodes, graph.label)
     return Collisions(table, count_collisions(specter_all), sets.bands, len(sets.collision_queries))
+
+
+def fig5_shape(run, table: pd.DataFrame, widest_asked: int, n_nodes: int, label: str) -> bool:
+    """The check with teeth of Fig. 5: collisions at the narrowest margin minus at the widest must exceed
+    ``min_collision_gap`` (set above the seed spread measured at smoke, profiles.yml). It applies where the grid's
+    widest k-hard fits the graph (a grid clipped to a small graph compares two narrow margins); the paper dry run
+    checks it on the w/o-leakage graph, which the paper's grid fits. Returns whether it was applied."""
+    gap = int(table["collisions"].iloc[0]) - int(table["collisions"].iloc[-1])
+    fits = len(table) > 1 and widest_asked <= n_nodes - 1
+    return run.expect_gain(f"Fig. 5 on {label}", gap, getattr(run.p, "min_collision_gap", 0),
+                           f"collisions at k-hard {table['k_hard'].iloc[0]} minus at k-hard {table['k_hard'].iloc[-1]}",
+                           applies=fits, decimals=0,
+                           why_not=f"the grid's widest k-hard, {widest_asked:,}, does not fit this graph of "
+                                   f"{n_nodes:,} papers")
+
+
+# ------------------------------------------------------------------------------------------------- released models
+def released_models(run, inputs):
+    """The released part, the chapter's first output at ``paper`` (:func:`sdr.methods.specter.released_models` with
+    :data:`sdr.methods.scincl.RELEASED_CHECKS`): malteos/scincl on SciDocs and MDCR, held to SciNCL Table 1 and thesis
+    Table 6.9 before anything trains. MDCR is read only there.
+
+    Shown in: notebooks/scincl.ipynb, The released model first."""
+    from sdr.methods.scincl.paper import RELEASED_CHECKS
+
+    reads_mdcr = run.data.policy.real_only and "released" in run.parts
+    extra = {"mdcr": run.data.input("mdcr").path} if reads_mdcr else {}
+    return specter.released_models(run, inputs, RELEASED_CHECKS, shipped=False, extra_dirs=extra)
 
 
 # ------------------------------------------------------------------------------------------------- training
@@ -352,33 +388,6 @@ def fit_and_release(run, name: str, examples, papers, config: TrainConfig):
     fit = specter.fit_on_triplets(run, name, examples, papers, config, folder=name.replace(" ", "_"), probe=0)
     run.fits.pop(name, None)
     return fit.encoder
-
-
-def print_plan(run, training: specter.TrainingSet, sets: TrainingSets, encoder) -> None:
-    """At ``paper``: every input with its size and each training run of the page (the main runs per leaderboard
-    seed, Table 2's rows per ablation seed, the sweep points per sweep seed) with its steps and estimated GPU time,
-    before any training (prints nothing at smoke and real). Every run reads texts of the main runs' papers, so their
-    measured tokens per text stand for all; the Table 2 reference's first seed is the main run.
-
-    Shown in: notebooks/scincl.ipynb, Training."""
-    from sdr.methods.scincl.ablations import table2_plan, table2_seeds
-
-    p = run.p
-    seeds = specter.leaderboard_seeds(p.seed, p.leaderboard_seeds)
-    row_seeds = table2_seeds(p)
-    sweep_queries = share_of_queries(sets.query_ids, p.sweep_fraction, p.seed)
-    points = sweep_points(sets.bands, sets.n_nodes, p.sweeps, p.k_pos_sweep, p.k_hard_sweep)
-    main_run = specter.plan_run("main", sets.triplets, training.papers, encoder, p.epochs,
-                                p.batch_size * p.accumulation_steps, seed=p.seed)
-    per_query = specter.TRIPLETS_PER_QUERY
-    run.data.plan(
-        [dict(main_run, name=f"{name} (seed {run_seed})") for name in ("SciNCL", "SPECTER sampling") for run_seed in seeds]
-        + [dict(main_run, name=f"Table 2 reference (seed {run_seed})") for run_seed in row_seeds[1:] if p.ablations]
-        + [dict(main_run, name=f"Table 2: {row} (seed {run_seed})", examples=per_query * count)
-           for row, count in table2_plan(p.ablations, p.table2_k_hard_shares, p.data_fractions, sets.main_queries,
-                                         p.seed) for run_seed in row_seeds]
-        + [dict(main_run, name=f"Figs. 2-3: {sweep} = {k} (seed {run_seed})", epochs=p.sweep_epochs,
-                examples=per_query * len(sweep_queries)) for sweep, k in points for run_seed in p.sweep_seeds])
 
 
 def train_main_models(run, inputs, training: specter.TrainingSet, sets: TrainingSets) -> dict[str, Fit]:
@@ -476,46 +485,34 @@ def retrainer(run, training: specter.TrainingSet, graph: TripletGraph, embedded:
 
 
 # ------------------------------------------------------------------------------------------------- ours next to the paper
-@dataclass
-class LikeForLike:
-    """Our SciNCL and SPECTER-sampling rows beside the paper's like-for-like pair, and both differences."""
-
-    table: pd.DataFrame
-    average: str
-    paper_difference: float
-
-
-def like_for_like(run, ours: pd.DataFrame, names: Mapping[str, str], training: specter.TrainingSet) -> LikeForLike:
-    """The paper's pair for SciNCL against SPECTER's sampling: the w/ leakage pair (SciNCL Table 1 against A.7.10's
-    SPECTER sampling replicated by SciNCL) when our training data overlaps SciDocs, else Table 1's w/o leakage pair;
-    ours on ``avg`` with recommendations, else ``avg w/o REC``.
+def paper_pairs(run, inputs, training: specter.TrainingSet, graph: TripletGraph, ours: pd.DataFrame,
+                names: Mapping[str, str]):
+    """Our SciDocs rows beside SciNCL Table 1's rows where they match (the one rule of
+    :func:`sdr.methods.specter.pair_with_paper`: same training data, model family and protocol), the others apart with
+    the reason: SciNCL ↔ SciNCL, SPECTER sampling ↔ SPECTER (the w/o-leakage rows when our training data do not
+    overlap SciDocs), the untrained encoder ↔ SciBERT, malteos/scincl ↔ SciNCL. Our rows were sampled on
+    ``graph.label``: only a graph of S2ORC's citations (issue 36) makes SciNCL's row match.
 
     Shown in: notebooks/scincl.ipynb, Ours next to the paper."""
-    table1 = book.read_paper_table("scidocs").query("source == 'SciNCL'").set_index("model")["avg"]
-    a7 = book.read_paper_table("scincl_a7").set_index("model")["avg"]
-    if training.with_leakage:
-        pair = {"SciNCL": ("SciNCL, Table 1", float(table1["SciNCL"])),
-                "SPECTER sampling": ("SciNCL, A.7.10", float(a7[
-                    "SPECTER sampling (citations by the query), replicated SPECTER data w/ leakage"]))}
-    else:
-        pair = {"SciNCL": ("SciNCL, Table 1", float(table1["SciNCL (random S2ORC w/o leakage)"])),
-                "SPECTER sampling": ("SciNCL, Table 1", float(table1["SPECTER (random S2ORC w/o leakage)"]))}
-    average = "avg" if run.p.recommendations else "avg w/o REC"
-    table = pd.DataFrame({
-        name: {"ours": names[name], f"ours ({average})": ours.loc[names[name], average], "paper row": pair[name][0],
-               "paper (avg)": pair[name][1]} for name in ("SciNCL", "SPECTER sampling")}).T
-    paper_difference = pair["SciNCL"][1] - pair["SPECTER sampling"][1]
-    table.loc["SciNCL − SPECTER sampling"] = {
-        "ours": "difference",
-        f"ours ({average})": ours.loc[names["SciNCL"], average] - ours.loc[names["SPECTER sampling"], average],
-        "paper row": "difference", "paper (avg)": paper_difference}
-    return LikeForLike(table, average, paper_difference)
+    from sdr.methods.specter.paper import RELEASED_PAPER_ROW, pair_with_paper
+
+    queries = "SPECTER's queries" if training.with_leakage else "random S2ORC queries w/o leakage"
+    trained = {names["SciNCL"]: f"SciNCL's kNN bands on {graph.label}, {queries}",
+               names["SPECTER sampling"]: f"SPECTER's sampling on {graph.label}, {queries}"}
+    released = list(run.p.released_checkpoints)
+    origins = specter.row_origins(run, inputs, trained, released)
+    suffix = "" if training.with_leakage else " (random S2ORC w/o leakage)"
+    candidates = {"untrained encoder": "SciBERT", names["SciNCL"]: f"SciNCL{suffix}",
+                  names["SPECTER sampling"]: f"SPECTER{suffix}",
+                  **{f"{name} (released checkpoint)": RELEASED_PAPER_ROW[name] for name in released}}
+    paper = book.read_paper_table("scidocs").query("source == 'SciNCL'")
+    return pair_with_paper(ours, origins, candidates, specter.METRIC_COLUMNS, paper)
 
 
 # ------------------------------------------------------------------------------------------------- the page's record
 def store(run, training: specter.TrainingSet, embedded: CitationEmbedding, sets: TrainingSets, collisions: Collisions,
           ours: pd.DataFrame, comparison: pd.DataFrame, table2, sweeps, csfcube, seeds, rows: list[dict],
-          gain: Gains):
+          gain: Gains, pairs=None, released=None, without_leakage=None, deviations: Sequence[str] = ()):
     """The SciNCL chapter's record in the results store: its tables, its leaderboard rows (the CSFCube rows of the
     seeds, the released checkpoints', the SciDocs rows with recommendations; Table 2's rows and the sweeps stay on
     the page), and what the Summary and the status page read.
@@ -527,23 +524,33 @@ def store(run, training: specter.TrainingSet, embedded: CitationEmbedding, sets:
               "paper vs ours": comparison.round(2), "table 2": table2.table.round(3), "sweeps": sweeps.table.round(3),
               "leakage": training.leakage.drop(columns="examples").round(3),
               "CSFCube test": csfcube.table.round(2).reset_index(), "CSFCube seeds": seeds.table.round(3).reset_index()}
+    tables.update(specter.fidelity_tables(pairs, released))
+    if without_leakage is not None and len(without_leakage.table):
+        tables["w/o leakage (Table 4)"] = without_leakage.table
     extra = {"bands": sets.bands.describe(), "ablations": list(p.ablations), "sweeps": list(p.sweeps),
              "leaderboard": rows, "leaderboard_seeds": seeds.seeds, "gain": gain.over_untrained,
              "hard negatives filled": sets.filled, "with_leakage": training.with_leakage,
              "missing embeddings": ours["missing embeddings"].to_dict()}
+    if deviations:
+        extra["deviations"] = list(deviations)
     return run.save(tables, extra, sources=csfcube.sources + run.data.model_sources)
 
 
 def findings(run, inputs, training: specter.TrainingSet, sets: TrainingSets, ours: pd.DataFrame, gain: Gains,
-             pair: LikeForLike, table2, seeds) -> str:
+             pairs, table2, seeds) -> str:
     """What to take from this run, each line computed from its numbers (the paper's from the paper tables).
 
     Shown in: notebooks/scincl.ipynb, What to take from this chapter."""
     p = run.p
+    paired, apart = pairs
+    trained = [sets.names["SciNCL"], sets.names["SPECTER sampling"]]
+    matched = [name for name in trained if len(paired) and name in set(paired["ours"])]
+    versus = (f"paired with the paper's rows: {', '.join(matched)}" if matched else
+              "no paper row matches them (shown apart: "
+              + "; ".join(apart.loc[apart["ours"] == trained[0], "shown apart because"]) + ")")
     lines = [f"- SciNCL sampling on {sets.graph_label} moved the untrained encoder's proximity mean by "
              f"{gain.over_untrained:+.2f} on the {inputs.scidocs.kind} SciDocs; SciNCL minus SPECTER sampling on the "
-             f"same graph: {gain.over_specter:+.2f} ({pair.average}; the paper's like-for-like difference: "
-             f"{pair.paper_difference:+.1f}).",
+             f"same graph: {gain.over_specter:+.2f} (avg w/o REC); {versus}.",
              f"- SPECTER's sampling filled {sets.filled:,} of its hard negatives with easy ones on this graph; "
              f"SciNCL's bands made {count_collisions(sets.triplets):,} collisions, SPECTER's "
              f"{count_collisions(sets.specter_triplets):,}.",

@@ -18,17 +18,20 @@ import pandas as pd
 
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed, Fit, replicas_of_one_corpus
-from sdr.methods.specter.recipe import (RELEASED_CHECKPOINTS, PUBLISHED_TOLERANCE, TrainingTriplets,
-                                        csfcube_leaderboard_row, csfcube_scores, leaderboard_seeds, plan_run,
-                                        proximity_mean, published_difference, read_training_triplets,
-                                        scidocs_leakage, scidocs_scores, seed_spread, take_queries,
-                                        training_budget, triplet_statistics, write_training_triplets)
+from sdr.methods.specter.recipe import (TrainingTriplets, csfcube_leaderboard_row, csfcube_scores,
+                                        leaderboard_seeds, proximity_mean, read_training_triplets, scidocs_leakage,
+                                        scidocs_scores, seed_spread, take_queries, training_budget,
+                                        triplet_statistics, write_training_triplets)
 from sdr.train import TrainConfig, TripletObjective
 
 __all__ = ["TRAINING_PARAMETERS", "chapter_inputs", "TrainingSet", "training_set", "UndirectedSet",
-           "undirected_set", "train_config", "fit_on_triplets", "page_names", "specter_runs", "retrainer", "print_plan", "triplet_encoder", "train_triplet_models", "released_encoders",
-           "store", "specter_findings", "scidocs_table", "gains_over_untrained", "papers_next_to_ours", "check_released", "CSFCubeScores",
-           "csfcube_table", "SeedRows", "seed_rows", "leaderboard", "findings", "METRIC_COLUMNS"]
+           "undirected_set", "train_config", "fit_on_triplets", "expect_lower_loss", "page_names", "specter_runs",
+           "retrainer",
+           "triplet_encoder", "train_triplet_models", "released_encoders", "store", "specter_findings", "scidocs_table",
+           "gains_over_untrained", "papers_next_to_ours", "model_family", "training_data", "row_origins", "paper_pairs",
+           "show_pairs",
+           "SPECTER_DEVIATIONS", "specter_deviations", "fidelity_tables", "CSFCubeScores", "csfcube_table", "SeedRows", "seed_rows",
+           "leaderboard", "findings", "METRIC_COLUMNS"]
 
 #: The parameters that change SPECTER's training (they key the chapter's run folder, ``book.run_dir``).
 TRAINING_PARAMETERS = ("model_name", "model_layers", "seed", "n_papers", "eval_fraction", "max_queries",
@@ -42,13 +45,16 @@ def chapter_inputs(run) -> SimpleNamespace:
     """SPECTER's training triplets (SciRepEval ``cite_prediction``), SciDocs and CSFCube under the data policy:
     the released data where the profile reads it, else replicas in the official layouts written from one
     synthetic corpus (its training part gives the triplets, its evaluation part the benchmarks; built only if a
-    replica is written)."""
+    replica is written). The ``parts`` chosen are checked first (:func:`sdr.methods.specter.check_parts`, against the
+    chapter's own ``PARTS``)."""
+    from sdr.methods.specter.paper import PART_NEEDS, PARTS, check_parts
     from sdr.synthetic import make_corpus
     from sdr.synthetic.csfcube import write_csfcube
     from sdr.synthetic.scidocs import write_scidocs
     from sdr.synthetic.split import split_corpus
 
     p, data = run.p, run.data
+    check_parts(run, getattr(run.method, "PARTS", PARTS), getattr(run.method, "PART_NEEDS", PART_NEEDS))
 
     def split_synthetic():
         corpus = make_corpus(n_papers=p.n_papers, seed=p.seed)
@@ -123,6 +129,8 @@ def training_set(run, inputs, max_queries: int | None = None) -> TrainingSet:
     if replicas_of_one_corpus(inputs.triplets, inputs.scidocs) and result.with_leakage:
         raise ChapterCheckFailed("the replicas are built from disjoint parts of the synthetic corpus, yet "
                                  f"{result.overlap['training papers in it']} training papers are SciDocs papers")
+    if result.with_leakage:  # the released triplets share 40.5 % of their papers with SciDocs (SciNCL A.3)
+        run.branch("training papers overlap SciDocs (with leakage)")
     run.glue("leakage_share", f"{result.overlap['% of the training papers']:.1f}")
     run.glue("leakage_label", "with leakage" if result.with_leakage else "without leakage")
     return result
@@ -214,8 +222,8 @@ def train_triplet_models(run, runs: Mapping[str, tuple[str, Sequence]], papers, 
                          probe: int = 128) -> dict[str, Fit]:
     """Train one fresh encoder per entry of ``runs`` (``{page name: (run folder, triplets)}``) with SPECTER's
     objective (triplet loss, L2, margin 1) and the chapter's settings; each run checkpoints in its folder and
-    continues there when the chapter is rerun with ``resume = True``. At ``paper`` the runs' plan (examples,
-    steps, estimated GPU time) is printed first. Returns the fits by page name."""
+    continues there when the chapter is rerun with ``resume = True`` (the chapter's whole cost was printed first,
+    :meth:`sdr.book.ChapterRun.show_plan`). Returns the fits by page name."""
     config = config or train_config(run.p)
     fits = {name: fit_on_triplets(run, name, examples, papers, config, folder, probe)
             for name, (folder, examples) in runs.items()}
@@ -225,15 +233,19 @@ def train_triplet_models(run, runs: Mapping[str, tuple[str, Sequence]], papers, 
     return fits
 
 
-def print_plan(run, runs: Mapping[str, tuple[str, Sequence]], papers, encoder) -> None:
-    """At ``paper``: every input with its size and each training run's steps and estimated GPU time (tokens per
-    text measured with ``encoder``), before any training (prints nothing at smoke and real). The leaderboard
-    seeds train as many triplets."""
-    p = run.p
-    run.data.plan([plan_run(f"{folder} (seed {run_seed})", examples, papers, encoder, p.epochs,
-                            p.batch_size * p.accumulation_steps, seed=p.seed)
-                   for folder, examples in runs.values()
-                   for run_seed in leaderboard_seeds(p.seed, p.leaderboard_seeds)])
+def expect_lower_loss(run, fits: Mapping[str, Fit]) -> pd.DataFrame:
+    """The check with teeth that training lowered every run's triplet loss on its probe triplets (dropout off) by more
+    than ``min_loss_drop`` (set from the seed spread measured at smoke, profiles.yml; 0 elsewhere: a strict drop);
+    returns the losses. Not applied in the paper dry run, whose tiny random stand-ins train a few steps at the paper's
+    learning rate and leave the probe loss where it was (measured: 1.0000 before and after, 4 decimals); a line says
+    so. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb, Training."""
+    from sdr import datasets
+
+    if datasets.dry_run():
+        print("check not applied: the paper dry run's stand-ins (tiny random models) train a few steps at the paper's "
+              "learning rate, which leaves their probe loss where it was; at paper the loss must fall")
+        return pd.DataFrame({fit.name: fit.losses() for fit in fits.values()}).T
+    return run.expect_lower_loss(fits.values(), run.p.min_loss_drop)
 
 
 def page_names(training: TrainingSet) -> dict[str, str]:
@@ -321,26 +333,96 @@ def papers_next_to_ours(run, ours: pd.DataFrame, paper_models: Sequence[str], so
     return comparison
 
 
-def check_released(run, inputs, ours: pd.DataFrame) -> list[str]:
-    """Each released checkpoint's SciDocs average against its SciNCL Table 1 row: within
-    :data:`PUBLISHED_TOLERANCE` when the SciDocs files are the released ones (the registry's digests), else
-    reported and not checked. Returns the lines printed."""
-    from sdr import datasets
+# ------------------------------------------------------------------------------------------------- ours and the paper
+def model_family(p) -> str:
+    """The model our rows start from, in :data:`sdr.methods.specter.PAPER_ROWS`' words ("SciBERT" at ``paper``)."""
+    if "scibert" in str(p.model_name).lower() and not p.model_layers:
+        return "SciBERT"
+    return book.base_model_label(p.model_name, p.model_layers)
 
-    table1 = book.read_paper_table("scidocs").query("source == 'SciNCL'")
-    checked = inputs.scidocs.official and not datasets.dry_run()
-    lines = []
-    for name in run.p.released_checkpoints:
-        row = ours.loc[f"{name} (released checkpoint)"]
-        difference = published_difference(row, table1, RELEASED_CHECKPOINTS[name])
-        lines.append(f"{name}: SciDocs avg {row['avg']:.2f}, {difference:+.2f} from SciNCL Table 1's "
-                     f"{RELEASED_CHECKPOINTS[name]} row; {int(row['missing embeddings']):,} ids without an "
-                     "embedding" + ("" if checked else " (not checked: the SciDocs files are not the released ones)"))
-        if checked and abs(difference) > PUBLISHED_TOLERANCE:
-            raise ChapterCheckFailed(f"{name}: {difference:+.2f} from the published SciDocs average, more than "
-                                     f"{PUBLISHED_TOLERANCE}")
-    print("\n".join(lines))
-    return lines
+
+def training_data(inputs, training: TrainingSet) -> str:
+    """Our training data in :data:`sdr.methods.specter.PAPER_ROWS`' words: SPECTER's training triplets (all of them,
+    or the sample the run took), or their replica."""
+    if not inputs.triplets.real:
+        return "a replica of SPECTER's training triplets (synthetic corpus)"
+    every = len({t.query for t in training.training.triplets})
+    if len(training.queries) == every:
+        return "SPECTER's training triplets"
+    return f"SPECTER's training triplets of {len(training.queries):,} of their {every:,} query papers"
+
+
+def row_origins(run, inputs, trained: Mapping[str, str], released: Sequence[str]) -> dict:
+    """Where each SciDocs row of ours comes from (:class:`sdr.methods.specter.RowOrigin`): the untrained encoder,
+    each trained row (``trained``: page name → its training data in words) and each released checkpoint (the paper's
+    own model, read with the page's protocol)."""
+    from sdr.methods.specter.paper import PAPER_ROWS, RELEASED_PAPER_ROW, RowOrigin, scidocs_protocol
+
+    protocol = scidocs_protocol(inputs.scidocs.real, run.p.recommendations)
+    family = model_family(run.p)
+    origins = {"untrained encoder": RowOrigin("none (untrained)", family, protocol)}
+    origins.update({name: RowOrigin(words, family, protocol) for name, words in trained.items()})
+    for name in released:
+        paper_row = PAPER_ROWS[RELEASED_PAPER_ROW[name]]
+        origins[f"{name} (released checkpoint)"] = replace(paper_row, protocol=protocol)
+    return origins
+
+
+def paper_pairs(run, inputs, training: TrainingSet, ours: pd.DataFrame):
+    """Our SciDocs rows beside the paper rows they match (the one rule, :func:`sdr.methods.specter.pair_with_paper`:
+    same training data, model family and protocol), the others apart with the reason. SPECTER's rows: the
+    untrained encoder ↔ SciBERT, SPECTER ↔ SciNCL Table 1's SPECTER, SPECTER(Undirected) ↔ the thesis' (trained on
+    other data: always apart), the released checkpoint ↔ SPECTER."""
+    from sdr.methods.specter.paper import RELEASED_PAPER_ROW, pair_with_paper
+
+    names = page_names(training)
+    data = training_data(inputs, training)
+    trained = {names["SPECTER"]: data,
+               names["SPECTER(Undirected)"]: f"the undirected sampling on the citations of {data}"}
+    released = list(run.p.released_checkpoints)
+    origins = row_origins(run, inputs, trained, released)
+    candidates = {"untrained encoder": "SciBERT", names["SPECTER"]: "SPECTER",
+                  names["SPECTER(Undirected)"]: "SPECTER(Undirected)",
+                  **{f"{name} (released checkpoint)": RELEASED_PAPER_ROW[name] for name in released}}
+    paper = book.read_paper_table("scidocs")
+    paper = paper[(paper["source"] == "SciNCL") | (paper["model"] == "SPECTER(Undirected)")]
+    return pair_with_paper(ours, origins, candidates, METRIC_COLUMNS, paper)
+
+
+def show_pairs(run, pairs: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    """Show the rows paired with the paper's (each metric: ours, the paper's, the difference), or say that none is,
+    then the rows shown apart with what differs. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb."""
+    from IPython.display import display
+
+    paired, apart = pairs
+    print(run.caption())
+    if len(paired):
+        display(paired.round(2))
+    else:
+        print("No row of ours comes from the paper's training data, model family and protocol together: none is "
+              "paired with a paper's row.")
+    if len(apart):
+        print("Shown apart from the paper's rows:")
+        display(apart)
+
+
+#: What the SPECTER chapter does differently from SPECTER (and the thesis) at every profile; the deviations that
+#: depend on the run's parameters and data are generated (:func:`specter_deviations`).
+SPECTER_DEVIATIONS = (
+    "SPECTER trained with AllenNLP; this book's trainer (sdr.train) runs the same objective and optimiser in "
+    "PyTorch, and its slanted-triangular warm-up starts from lr / warm-up steps instead of lr / 32 (the schedule "
+    "note under the training).",
+    "SPECTER(Undirected) is sampled on the citations inside SPECTER's training triplets (query → positive), not on "
+    "the Semantic Scholar citations of SciNCL's w/o-leakage queries that the thesis fetched: its training papers "
+    "overlap SciDocs as SPECTER's do, where the thesis' had no test-set overlap.",
+)
+
+
+def specter_deviations(run) -> list[str]:
+    """What differs from the paper at this run, one line each (:func:`sdr.methods.specter.deviations`)."""
+    from sdr.methods.specter.paper import deviations
+
+    return deviations(run, fixed=SPECTER_DEVIATIONS)
 
 
 # ------------------------------------------------------------------------------------------------- CSFCube
@@ -398,18 +480,23 @@ class SeedRows:
 def seed_rows(run, inputs, csfcube: CSFCubeScores, fits: Mapping[str, Fit], retrain, paper_model: Mapping,
               pooling: str = "cls") -> SeedRows:
     """The leaderboard models (the trained models scored on CSFCube) trained again with the next seeds
-    (``leaderboard_seeds`` in all) and scored on CSFCube at the same length; one leaderboard row per model and
+    (``leaderboard_seeds`` in all; the ``seeds`` part, else the first seed only) and scored on CSFCube at the same
+    length; one leaderboard row per model and
     seed, each compared with the Benchmarks chapter's untrained encoder read the same way.
 
     ``retrain(name, seed) -> encoder`` trains one more seed of a leaderboard model (its own sampling with that
     seed where the method samples)."""
     p = run.p
+    # the extra seeds are the `seeds` part (a headline run trains each leaderboard model once)
     seeds = leaderboard_seeds(p.seed, p.leaderboard_seeds)
+    if len(seeds) > 1 and not run.runs_part("seeds"):
+        seeds = seeds[:1]
     models = [name for name in csfcube.scored if name in fits]
     runs = {(name, p.seed): csfcube.results[name] for name in models}
     for run_seed in seeds[1:]:
         for name in models:
             encoder = retrain(name, run_seed)
+            run.branch("leaderboard model trained with another seed")
             encoder.max_length = p.csfcube_max_length
             _, results = csfcube_scores({name: encoder}, inputs.csfcube.path, official_specter=False,
                                         return_results=True)
@@ -487,19 +574,42 @@ def findings(seeds: SeedRows, inputs, csfcube_max_length: int, seed: int) -> lis
 # ------------------------------------------------------------------------------------------------- the page's record
 def store(run, inputs, training: TrainingSet, undirected: UndirectedSet, runs: Mapping, fits: Mapping[str, Fit],
           ours: pd.DataFrame, comparison: pd.DataFrame, csfcube: CSFCubeScores, seeds: SeedRows, rows: list[dict],
-          gains: Mapping[str, float]):
+          gains: Mapping[str, float], pairs: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+          released=None, deviations: Sequence[str] = ()):
     """The SPECTER chapter's record in the results store: its tables, its leaderboard rows, and what the Summary
-    and the status page read (steps, seeds, gains, where training resumed, leakage, missing embeddings)."""
+    and the status page read (steps, seeds, gains, where training resumed, leakage, missing embeddings); with the
+    pairing with the paper's rows (``pairs``), the released models' tables where they ran (``released``:
+    :class:`sdr.methods.specter.ReleasedModels`) and the deviations from the paper."""
     tables = {"SciDocs (ours)": ours.drop(columns="missing embeddings").round(2), "paper vs ours": comparison.round(2),
               "sampling": undirected.sampling_table(training.examples),
               "leakage": training.leakage.drop(columns="examples").round(3),
               "CSFCube test": csfcube.table.round(2).reset_index(), "CSFCube seeds": seeds.table.round(3).reset_index()}
+    tables.update(fidelity_tables(pairs, released))
     extra = {"steps": min(fits[name].steps for name in runs), "leaderboard": rows, "leaderboard_seeds": seeds.seeds,
              "resumed_from_step": {folder: int(fits[name].result.resumed_from_step)
                                    for name, (folder, _) in runs.items()},
              "gains": dict(gains), "with_leakage": training.with_leakage,
              "missing embeddings": ours["missing embeddings"].to_dict()}
+    if deviations:
+        extra["deviations"] = list(deviations)
     return run.save(tables, extra, sources=csfcube.sources + run.data.model_sources)
+
+
+def fidelity_tables(pairs, released) -> dict:
+    """The tables the pairing and the released part add to a chapter's record (those that have rows)."""
+    tables = {}
+    if pairs is not None:
+        paired, apart = pairs
+        if len(paired):
+            tables["paired with the paper"] = paired.round(2)
+        if len(apart):
+            tables["shown apart from the paper"] = apart
+    if released is not None:
+        if len(released.shipped):
+            tables["released: SciDocs' shipped SPECTER embeddings"] = released.shipped.round(3)
+        if len(released.checkpoints):
+            tables["released checkpoints"] = released.checkpoints.round(4)
+    return tables
 
 
 def specter_findings(run, inputs, training: TrainingSet, ours: pd.DataFrame, gains: Mapping[str, float],

@@ -1,0 +1,322 @@
+"""What the SciNCL chapter does at ``paper``, up front (built on :mod:`sdr.methods.specter.paper`): its parts
+(:data:`PARTS`), its whole cost (:func:`cost_plan`: the graph embeddings, kNN searches, trainings, encodings, SciDocs
+scoring and fetches of every part), the released model it scores first (:data:`RELEASED_CHECKS`), the branches of the
+paper path the dry run must take (:data:`DRY_RUN_BRANCHES`, and the dry-run fixture of SciNCL's w/o-leakage triples,
+:func:`write_dry_run_wol`, a graph large enough for the paper's bands), and what differs from the paper
+(:data:`PAPER_SETTINGS`, :data:`SCINCL_DEVIATIONS`, :func:`scincl_deviations`).
+
+Shown in: notebooks/scincl.ipynb.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from sdr.methods.specter.paper import (CSFCUBE_PAPERS, SCIDOCS_PAPERS, SPECTER_PAPERS, SPECTER_QUERIES, SPECTER_TRIPLETS,
+                                       TOKENS_PER_TEXT, download_work, encode_work, paper_size, query_count,
+                                       scidocs_scoring_work)
+from sdr.plan import CostPlan, Part, Work, resolve_parts
+from sdr.released import ReleasedCheck
+
+__all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "PBG_SECONDS_PER_EDGE_EPOCH",
+           "FLAT_SEARCH_SECONDS", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES", "write_dry_run_wol",
+           "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "TABLE2_NOT_RUN", "scincl_deviations"]
+
+# ================================================================================================ parts
+#: The chapter's parts. The headline run is SciNCL Table 1's SciNCL row (one seed) against SPECTER's sampling on the
+#: same graph, after the released model; the seeds, Table 2, Figs. 2-3 and the w/o-leakage rows are parts of their own.
+PARTS: dict[str, Part] = {
+    "released": Part("released", "SciNCL Table 1's SciNCL row (malteos/scincl on SciDocs) and thesis Table 6.9 "
+                     "(malteos/scincl on MDCR) by inference", headline=True,
+                     t4="all of it in 1 Colab session: inference and CPU scoring, no training"),
+    "main": Part("main", "SciNCL Table 1's SciNCL row (one seed) and Table 2's SPECTER row as SPECTER's sampling on the "
+                 "same graph; Table 5 (link prediction) and Fig. 5 (collisions) on that graph", headline=True,
+                 t4="about 4 Colab sessions of 12 h: the graph embedding and kNN search on the CPU, then two "
+                    "trainings (resume = True in each new session)"),
+    "seeds": Part("seeds", "Table 1's ±σ row: the leaderboard models trained with the next seeds (ten in all)",
+                  t4="about 27 Colab sessions of 12 h (nine more seeds of two models): a workstation GPU's job"),
+    "ablations": Part("ablations", "Table 2's rows (k-hard, plain-random easy negatives, 1 % and 10 % of the data, "
+                      "BitFit; the Init. rows are not run), each over ablation_seeds",
+                      t4="about 27 Colab sessions of 12 h (each row and seed one main training, the data-share "
+                         "rows less): a workstation GPU's job"),
+    "sweeps": Part("sweeps", "Figs. 2-3: the k+ and k-hard sweeps on 10 % of the queries, scored on SciDocs' "
+                   "validation split", t4="about 8 Colab sessions of 12 h (each point and seed a tenth of a main "
+                                          "training)"),
+    "without_leakage": Part("without_leakage", "Table 1's w/o-leakage rows: SciNCL's bands on the graph of its released "
+                            "w/o-leakage triples (specter_wol); the trainings wait for the papers' texts (issue 36)",
+                            t4="about 2 Colab sessions of 12 h, all of it on the CPU (no training yet)"),
+}
+PART_NEEDS = {"seeds": "main", "ablations": "main", "sweeps": "main"}
+
+# ================================================================================================ sizes and rates
+#: MDCR's documents (thesis §2.5.2: 200,033), all embedded for the released check.
+MDCR_DOCUMENTS = paper_size("benchmark_sizes", "MDCR documents", "texts")
+#: The unique papers of SciNCL's w/o-leakage triples (A.4: 680,967), every one a node of their graph's index.
+WOL_PAPERS = paper_size("scincl_table4", "Unique paper IDs", "random_s2orc_without_leakage", ref="A.4")
+#: PyTorch-BigGraph's training time per edge and epoch at 768 dimensions, one worker: measured on this book's 2-core
+#: machine (benchmarks/results/graph_scale.txt: 495,015 edges × 1 epoch in 77.7 s); scaled ∝ dimension (assumed).
+PBG_SECONDS_PER_EDGE_EPOCH = 1.570e-04
+#: Exact (flat) FAISS search, seconds per query × indexed paper × dimension: measured on the same machine
+#: (benchmarks/results/graph_scale.txt: 100 queries over 1,000,000 × 768 in 66.0 s).
+FLAT_SEARCH_SECONDS = 8.592e-10
+
+
+def _graph(part: str, what: str, edges: int, nodes: int, p, how_nodes: str) -> Work:
+    hours = edges * p.graph_epochs * PBG_SECONDS_PER_EDGE_EPOCH * p.graph_dimension / 768 / 3600
+    return Work(part, what, "graph", hours=hours, hours_on="CPU",
+                how=f"≤ {edges:,} edges ({how_nodes}: {nodes:,} nodes) × {p.graph_epochs} epochs at "
+                    f"{p.graph_dimension} d: {PBG_SECONDS_PER_EDGE_EPOCH:.3g} s an edge-epoch at 768 d, one worker "
+                    "(measured on this book's 2-core CPU, benchmarks/results/graph_scale.txt)")
+
+
+def _search(part: str, what: str, queries: int, nodes: int, dimension: int, runs: int = 1) -> Work:
+    hours = queries * nodes * dimension * FLAT_SEARCH_SECONDS / 3600
+    return Work(part, what, "knn", runs=runs, hours=hours, hours_on="CPU",
+                how=f"exact search of {queries:,} queries over {nodes:,} papers × {dimension} d: "
+                    f"{FLAT_SEARCH_SECONDS:.3g} s a query·paper·dimension (measured on this book's 2-core CPU)")
+
+
+def _train(part: str, what: str, examples: int, p, runs: int = 1, epochs: int | None = None) -> Work:
+    tokens = min(TOKENS_PER_TEXT, p.max_length)
+    return Work(part, what, "train", runs=runs, examples=examples, epochs=epochs or p.epochs,
+                effective_batch=p.batch_size * p.accumulation_steps, texts_per_example=3, tokens_per_text=tokens,
+                how=f"{examples:,} triplets (5 a query), 3 texts of ≤ {tokens} tokens (assumed mean {TOKENS_PER_TEXT})")
+
+
+def cost_plan(p) -> CostPlan:
+    """Everything the SciNCL chapter does with parameters ``p`` (the notebook's), part by part: the graph of SPECTER's
+    triplets (every paper of them when ``index_every_paper``; SciNCL Table 3: 311,860) embedded with BigGraph, the
+    exact kNN searches (the main queries, Fig. 5's share, the band check, one per retrained SciNCL seed, Table 2 row
+    and sweep seed), the trainings (5 triplets a query of ``max_queries`` query papers, all 136,820 of Table 4 when
+    0), the SciDocs/CSFCube encodings and SciDocs scoring of every scored model, the released model on SciDocs and
+    MDCR, the w/o-leakage graph (680,967 papers, A.4) and the fetches."""
+    from sdr.methods.scincl.ablations import table2_plan, table2_seeds
+    from sdr.methods.scincl.recipe import clip_bands, scaled_bands, share_of_queries, sweep_points
+
+    selected = resolve_parts(getattr(p, "parts", "all"), PARTS)
+    nodes = SPECTER_PAPERS
+    node_words = "every paper of SPECTER's triplets" if p.index_every_paper else "at most every paper of the triplets"
+    queries = query_count(p.max_queries)
+    examples = 5 * queries
+    all_queries = [str(i) for i in range(SPECTER_QUERIES)]
+    main_queries = all_queries[:queries]
+    released = list(p.released_checkpoints)
+    leaderboard = [m for m in p.csfcube_models if m != "untrained encoder"] if p.csfcube_models else ["SciNCL",
+                                                                                                     "SPECTER sampling"]
+    scored_csfcube = len(p.csfcube_models) if p.csfcube_models else 3
+    d = p.graph_dimension
+    work = []
+    if released:
+        work += [encode_work("released", f"{name} on SciDocs", SCIDOCS_PAPERS, p.released_max_length)
+                 for name in released]
+        work += [encode_work("released", f"{name} on MDCR", MDCR_DOCUMENTS, p.released_max_length) for name in released]
+        work.append(scidocs_scoring_work("released", "SciDocs scoring of the released models", len(released), True))
+        work += [download_work("released", name) for name in ("scidocs", "mdcr", "csfcube")]
+        work += [download_work("released", name, model=True) for name in released]
+    collision_queries = len(share_of_queries(all_queries, p.collision_fraction, p.seed))
+    shared = collision_queries == queries and p.collision_fraction == 1.0 and not p.max_queries
+    band_check = queries if not p.band_check_queries else min(p.band_check_queries, queries)
+    work += [
+        _graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p, node_words),
+        _search("main", "kNN bands of the main queries", queries, nodes, d),
+        _search("main", "kNN bands of Fig. 5's queries (collision sweep)", collision_queries, nodes, d,
+                runs=0 if shared else 1),
+        _search("main", "band check (ranks of the checked triplets)", band_check, nodes, d),
+        _train("main", "train SciNCL", examples, p),
+        _train("main", "train SPECTER sampling (same graph and queries)", examples, p),
+        encode_work("main", "SciDocs: untrained, trained and released models", SCIDOCS_PAPERS, p.max_length,
+                    runs=3 + len(released)),
+        scidocs_scoring_work("main", "SciDocs scoring of those models", 3 + len(released), p.recommendations),
+        encode_work("main", "CSFCube: the models csfcube_models names and the released ones", CSFCUBE_PAPERS,
+                    p.csfcube_max_length, runs=scored_csfcube + len(released)),
+        download_work("main", "scirepeval_cite_prediction"),
+        download_work("main", p.model_name, model=True),
+    ]
+    extra_seeds = max(0, p.leaderboard_seeds - 1)
+    work += [_train("seeds", "train the leaderboard models again (each extra seed)", examples, p,
+                    runs=extra_seeds * len(leaderboard)),
+             _search("seeds", "kNN bands sampled again for each extra SciNCL seed", queries, nodes, d,
+                     runs=extra_seeds * ("SciNCL" in leaderboard)),
+             encode_work("seeds", "CSFCube: each extra seed's models", CSFCUBE_PAPERS, p.csfcube_max_length,
+                         runs=extra_seeds * len(leaderboard))]
+    row_seeds = table2_seeds(p)
+    rows = table2_plan(p.ablations, p.table2_k_hard_shares, p.data_fractions, main_queries, p.seed)
+    if rows:
+        work.append(_train("ablations", "Table 2 reference: the main run with the other seeds", examples, p,
+                           runs=len(row_seeds) - 1))
+        work.append(_search("ablations", "Table 2 reference: kNN bands for the other seeds", queries, nodes, d,
+                            runs=len(row_seeds) - 1))
+    for row, count in rows:  # every row samples its own kNN triplets for each seed
+        work.append(_train("ablations", f"Table 2: {row}", 5 * count, p, runs=len(row_seeds)))
+        work.append(_search("ablations", f"Table 2: {row}, kNN bands", count, nodes, d, runs=len(row_seeds)))
+    table2_runs = len(rows) * len(row_seeds) + (len(row_seeds) - 1 if rows else 0)
+    if table2_runs:
+        work += [encode_work("ablations", "SciDocs: every Table 2 run", SCIDOCS_PAPERS, p.max_length, runs=table2_runs),
+                 scidocs_scoring_work("ablations", "SciDocs scoring of every Table 2 run", table2_runs,
+                                      p.table2_recommendations)]
+    bands = clip_bands(replace(scaled_bands(nodes), **{k: v for k, v in (("k_pos", p.k_pos), ("k_hard", p.k_hard))
+                                                         if v}), nodes)
+    points = sweep_points(bands, nodes, p.sweeps, p.k_pos_sweep, p.k_hard_sweep)
+    sweep_queries = len(share_of_queries(all_queries, p.sweep_fraction, p.seed))
+    if points:
+        runs = len(points) * len(p.sweep_seeds)
+        work += [_search("sweeps", "kNN bands of the sweep queries (one search a seed)", sweep_queries, nodes, d,
+                         runs=len(p.sweep_seeds)),
+                 _train("sweeps", "Figs. 2-3: every point and seed", 5 * sweep_queries, p, runs=runs,
+                        epochs=p.sweep_epochs),
+                 encode_work("sweeps", "SciDocs (validation): every point and seed", SCIDOCS_PAPERS, p.max_length,
+                             runs=runs),
+                 scidocs_scoring_work("sweeps", "SciDocs scoring (validation) of every point and seed", runs,
+                                      p.sweep_recommendations)]
+    wol_queries = query_count(p.max_queries)
+    work += [download_work("without_leakage", "specter_wol"),
+             _graph("without_leakage", "BigGraph embedding of the w/o-leakage triples' graph", SPECTER_TRIPLETS,
+                    WOL_PAPERS, p, "every paper of the triples (A.4)"),
+             _search("without_leakage", "kNN bands of the w/o-leakage queries", wol_queries, WOL_PAPERS, d),
+             _search("without_leakage", "band check of the w/o-leakage triplets", band_check, WOL_PAPERS, d)]
+    return CostPlan("scincl", p.profile, PARTS, work, selected)
+
+
+# ================================================================================================ released models
+#: SciNCL's released checkpoint on the benchmarks its numbers are printed for, read as SciNCL reads a paper ([CLS] of
+#: ``title [SEP] abstract``, 512 tokens, no adapter). SciNCL Table 1's row is the mean over ten seeds, the released
+#: checkpoint one model: the proximity metrics (σ ≤ .162 over the seeds) and the average (σ .064) within ±0.3; MAG
+#: and MeSH (σ .449 and .422) within ±1.2 (0.3 + 2σ, rounded); the recommendations unasserted. MDCR: thesis Table 6.9
+#: is the MDCR repository's evaluation of this checkpoint, which the thesis reconfirmed on the Hugging Face model
+#: (§6.2): the same protocol, ±0.3. No paper reports malteos/scincl on CSFCube: the CSFCube section scores it.
+RELEASED_CHECKS = [
+    ReleasedCheck("malteos/scincl", "scidocs", "scidocs", "SciNCL",
+                  {m: m for m in ("coview_map", "coview_ndcg", "coread_map", "coread_ndcg", "cite_map", "cite_ndcg",
+                                  "cocite_map", "cocite_ndcg", "avg")},
+                  pooling="cls", max_length=512, tolerance=0.3, table_ref="Table 1"),
+    ReleasedCheck("malteos/scincl", "scidocs", "scidocs", "SciNCL", {"mag_f1": "mag_f1", "mesh_f1": "mesh_f1"},
+                  pooling="cls", max_length=512, tolerance=1.2, table_ref="Table 1"),
+    ReleasedCheck("malteos/scincl", "scidocs", "scidocs", "SciNCL", {"recomm_ndcg": "recomm_ndcg",
+                                                                     "recomm_p1": "recomm_p1"},
+                  pooling="cls", max_length=512, tolerance=None, table_ref="Table 1",
+                  unasserted_because="SciDocs' recommendation ranker trains with PyTorch (not exactly reproducible, its "
+                                     "README says), and Table 1's row is the mean of ten seeds (σ .203 and .356)"),
+    ReleasedCheck("malteos/scincl", "mdcr", "thesis_mdcr", "SciNCL",
+                  {"avg/map": "map", "avg/ndcg": "ndcg", "avg/recall_5": "recall_5"}, pooling="cls", max_length=512,
+                  tolerance=0.3, table_ref="Table 6.9"),
+]
+
+# ================================================================================================ the dry run
+#: The branches of the paper path the dry run must take (issue 30): the released part's assertions, training data
+#: that overlap SciDocs (as the released triplets do), a leaderboard model trained with a second seed, the paper's
+#: bands unclipped (k-hard 4000 on a graph of more than 4,003 papers: the w/o-leakage fixture's), and every training
+#: paper in the FAISS index.
+DRY_RUN_BRANCHES = ("released checks asserted", "training papers overlap SciDocs (with leakage)",
+                    "leaderboard model trained with another seed", "paper bands unclipped (k-hard 4000)",
+                    "every training paper indexed")
+
+WOL_FIXTURE_PAPERS = 4_600
+"""Papers of the dry-run w/o-leakage triples, every one a query: more than k-hard 4000 + c-easy 3 + 1 nodes, so the
+paper's bands fit the graph."""
+WOL_FIXTURE_COMMUNITY = 50
+WOL_ID_BASE = 990_000_000  # corpus-id-like integers no fixture paper has
+
+
+def write_dry_run_wol(folder: Path, fixture) -> None:
+    """The paper dry run's ``specter_wol`` (``sdr.dryrun.WRITERS``): SciNCL's w/o-leakage triples in their released
+    layout (``specter-wol__train_triples.csv``: ``query_paper_id,positive_id,negative_id``, S2 corpus ids), large
+    enough that the paper's k-hard 4000 is not clipped: :data:`WOL_FIXTURE_PAPERS` papers in communities of
+    :data:`WOL_FIXTURE_COMMUNITY`, each a query with 5 positives from its community and a random negative from
+    another each. The training part's papers (their corpus ids; none of those the dry-run SciDocs names)
+    are among them, so the texts found in SPECTER's triplets cover a few, as on the released data."""
+    from sdr.methods.specter.paper import dry_run_leaked_papers
+
+    rng = np.random.default_rng(fixture.seed)
+    leaked = set(dry_run_leaked_papers(fixture))
+    known = [fixture.corpus_ids[pid] for pid in sorted(fixture.train.papers) if pid not in leaked]
+    ids = np.array(known + [WOL_ID_BASE + i for i in range(WOL_FIXTURE_PAPERS - len(known))])
+    rng.shuffle(ids)
+    communities = ids.reshape(-1, WOL_FIXTURE_COMMUNITY)
+    lines = ["query_paper_id,positive_id,negative_id"]
+    for query_index in range(len(ids)):
+        query = ids[query_index]
+        members = communities[query_index // WOL_FIXTURE_COMMUNITY]
+        positives = rng.choice([m for m in members if m != query], size=5, replace=False)
+        for positive in positives:
+            negative = ids[int(rng.integers(len(ids)))]
+            while negative in members:
+                negative = ids[int(rng.integers(len(ids)))]
+            lines.append(f"{query},{positive},{negative}")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "specter-wol__train_triples.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# ================================================================================================ fidelity
+#: The paper's value of every parameter that changes SciNCL's training or what a row is scored on, with where the paper
+#: says so; ``None``: the paper states no such setting (the page's deviation list names ours where it matters).
+PAPER_SETTINGS: dict[str, tuple[object, str]] = {
+    "model_name": ("allenai/scibert_scivocab_uncased", "SciNCL §4.3: initialised with SciBERT"),
+    "model_layers": (0, "SciBERT's 12 layers"),
+    "seed": (None, "Table 1 is the mean over seeds 0-9 (the seeds part trains them)"),
+    "n_papers": (None, "synthetic corpus size (replicas only)"),
+    "eval_fraction": (None, "synthetic corpus split (replicas only)"),
+    "graph_dimension": (768, "A.5: BigGraph, 768 dimensions"),
+    "graph_comparator": ("dot", "A.5: dot product"),
+    "graph_epochs": (20, "A.5: 20 epochs"),
+    "graph_test_fraction": (0.01, "A.5: trained on 99 % of the edges, 1 % held out"),
+    "graph_undirected": (False, "§3.2: the directed citation graph (A.7.1: undirected scores 81.7)"),
+    "index_every_paper": (True, "A.4: the FAISS index holds every training paper"),
+    "k_pos": (25, "§5: k+ = 25"),
+    "k_hard": (4000, "§5: k-hard = 4000"),
+    "max_queries": (0, "every query paper (136,820, Table 4)"),
+    "max_length": (512, "SciBERT's input length"),
+    "epochs": (2, "§4.3: 2 epochs"),
+    "batch_size": (8, "§4.3: batch 8"),
+    "accumulation_steps": (4, "§4.3: effective batch 32"),
+    "learning_rate": (2e-5, "§4.3"),
+    "schedule": (None, "SciNCL states no schedule (it follows SPECTER's setup with Hugging Face Transformers)"),
+    "table2_k_hard_shares": ([0.5, 0.75], "Table 2: k-hard 2000 and 3000 of 4000"),
+    "data_fractions": ([0.01, 0.1], "Table 2: 1 % and 10 % of the training data"),
+    "bitfit_learning_rate": (1e-4, "§4.3: BitFit with lr 1e-4"),
+    "sweep_fraction": (0.1, "§6: 10 % of the training data, by query"),
+    "sweep_epochs": (None, "§6 does not say how long the sweep runs train"),
+    "recommendations": (True, "SciDocs' average includes the recommendation task"),
+    "csfcube_max_length": (None, "SciNCL does not report CSFCube"),
+}
+
+#: Table 2's rows the book does not run, and why (issue 37: "run or listed as not run").
+TABLE2_NOT_RUN = {
+    "Init. w/ BERT-Base": "another base model (bert-base-uncased): not run",
+    "Init. w/ BERT-Large": "another base model (bert-large-uncased): not run",
+    "Init. w/ BioBERT": "another base model (biobert-base-cased-v1.2): not run",
+}
+
+#: What the SciNCL chapter does differently from SciNCL at every profile (issue 37); the deviations that depend on the
+#: run's parameters and data are generated (:func:`scincl_deviations`).
+SCINCL_DEVIATIONS = (
+    "The citation graph is the one inside SPECTER's training triplets (query → positive, at most 5 out-edges a "
+    "query), not S2ORC's (Table 4: 52.5 M nodes); no row trained on it is set beside the paper's SciNCL row (the "
+    "bulk S2ORC graph is issue 36's).",
+    "Table 2's Init. rows (BERT-Base, BERT-Large, BioBERT as the base model) are not run.",
+    "Table 1's w/o-leakage rows are not trained: the part builds their graph from SciNCL's released triples and "
+    "samples the paper's bands on it, but the triples carry corpus ids only, and the papers' texts need Semantic "
+    "Scholar's bulk papers and abstracts (issue 36).",
+)
+
+
+def scincl_deviations(run) -> list[str]:
+    """What differs from the paper at this run, one line each: every parameter not at the paper's value
+    (:data:`PAPER_SETTINGS`, :func:`sdr.methods.specter.deviations`), the replicas read, the schedule (which SciNCL
+    does not state: the one this run uses, stated), how the FAISS index is built, and :data:`SCINCL_DEVIATIONS`."""
+    from sdr.methods.specter.paper import deviations
+
+    p = run.p
+    schedule = ("the slanted-triangular schedule of SPECTER's AllenNLP config (10 % rising, then falling to 1/32)"
+                if p.schedule == "slanted_triangular" else f"the {p.schedule!r} schedule")
+    index = ("every paper of the triplets is in the FAISS index; those that occur only as negatives have no edge in "
+             "the triplet graph, so they keep BigGraph's random initial vectors (in S2ORC they have citations)"
+             if p.index_every_paper else
+             "the FAISS index holds the graph's nodes only: papers that occur only as negatives are left out "
+             "(SciNCL indexes every training paper, A.4)")
+    fixed = [f"SciNCL does not state its learning-rate schedule; this run uses {schedule}.", f"Index: {index}.",
+             *SCINCL_DEVIATIONS]
+    return deviations(run, PAPER_SETTINGS, keys=[*run.method.TRAINING_PARAMETERS, "recommendations",
+                                                 "csfcube_max_length"], fixed=fixed)

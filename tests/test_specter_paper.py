@@ -1,0 +1,408 @@
+"""What the SPECTER and SciNCL chapters do at ``paper``, up front (issues 30, 32, 37): their parts and the parameter
+that picks them, the whole cost counted from their parameters (checked by hand on a small set), the released models
+first (a planted mismatch stops the chapter's released part), the dry-run fixtures that make the paper's branches
+reachable, the one pairing rule (a planted non-matching row is shown apart) and the generated deviation lists (a
+planted missing deviation is caught)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from sdr import book, datasets, plan, released
+from sdr.book.chapter import ChapterCheckFailed
+from sdr.methods import scincl, specter
+from sdr.plan import chapter_cost_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = {"specter": specter, "scincl": scincl}
+
+
+# ------------------------------------------------------------------------------------------------- parts
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_parts_are_one_parameter_and_the_paper_profile_runs_the_headline(chapter):
+    method = CHAPTERS[chapter]
+    assert "parts" in book.notebook_parameters(book.NOTEBOOKS / f"{chapter}.ipynb")
+    rules = book.load_profiles()["parameter_rules"][chapter]["parts"]["choices"]
+    assert rules == ["all", "headline", *method.PARTS]
+    assert book.chapter_parameters(chapter, "paper")["parts"] == "headline"
+    assert book.chapter_parameters(chapter, "smoke").get("parts", "all") == "all"
+    headline = plan.resolve_parts("headline", method.PARTS)
+    assert headline == ("released", "main")  # the paper's headline table: the released models, then the main runs
+    assert chapter_cost_plan(chapter, "paper").selected == headline
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_a_part_that_builds_on_main_needs_main(chapter):
+    method = CHAPTERS[chapter]
+    run = SimpleNamespace(chapter=chapter, p=SimpleNamespace(parts=["seeds"]))
+    with pytest.raises(ValueError, match="'seeds' needs 'main'"):
+        specter.check_parts(run, method.PARTS, method.PART_NEEDS)
+    run.p.parts = ["released"]
+    with pytest.raises(ValueError, match="includes 'main'"):
+        specter.check_parts(run, method.PARTS, method.PART_NEEDS)
+    run.p.parts = ["main", "seeds"]
+    specter.check_parts(run, method.PARTS, method.PART_NEEDS)
+
+
+# ------------------------------------------------------------------------------------------------- the whole cost
+def _specter_parameters(**changes):
+    values = dict(profile="paper", parts="headline", max_queries=10, epochs=1, batch_size=2, accumulation_steps=2,
+                  max_length=64, released_checkpoints=["allenai/specter"], released_max_length=128, csfcube_models=[],
+                  csfcube_max_length=32, recommendations=True, leaderboard_seeds=3,
+                  model_name="allenai/scibert_scivocab_uncased")
+    values.update(changes)
+    return SimpleNamespace(**values)
+
+
+def _line(cost, what):
+    found = [w for w in cost.work if w.what == what]
+    assert len(found) == 1, (what, [w.what for w in cost.work])
+    return found[0]
+
+
+def test_specter_cost_plan_by_hand():
+    cost = specter.cost_plan(_specter_parameters())
+    h100 = plan.MEASURED_DEVICE
+    encode_rate = plan.MEASURED_ENCODE_TOKENS_PER_S
+    # 10 query papers × 5 triplets = 50 a model; 1 epoch of 2 × 2 = 4 triplets: 13 steps; texts cut at 64 tokens
+    train = _line(cost, "train SPECTER")
+    assert (train.examples, train.steps, train.tokens_per_text, train.runs) == (50, 13, 64, 1)
+    assert train.gpu_hours(h100) == pytest.approx(50 * 1 * 3 * 64 / plan.MEASURED_TOKENS_PER_S / 3600)
+    # the leaderboard models (both trained models, csfcube_models empty) again with seeds 1 and 2
+    assert _line(cost, "train the leaderboard models again (each extra seed)").runs == 2 * 2
+    # SciDocs (223,932 papers, SciNCL Table 3) for the untrained, 2 trained and 1 released model at 64 tokens
+    scidocs = _line(cost, "SciDocs: untrained, trained and released models")
+    assert (scidocs.runs, scidocs.texts) == (4, 223_932)
+    assert scidocs.gpu_hours(h100) == pytest.approx(4 * 223_932 * 64 / encode_rate / 3600)
+    released_scidocs = _line(cost, "allenai/specter on SciDocs")
+    assert released_scidocs.tokens_per_text == min(plan.MEASURED_TOKENS_PER_TEXT, 128)
+    assert _line(cost, "CSFCube: the models csfcube_models names and the released ones").runs == 3 + 1
+    scoring = _line(cost, "SciDocs scoring: released models and SciDocs' shipped SPECTER embeddings")
+    assert scoring.other_hours() == pytest.approx(2 * specter.SCIDOCS_SCORING_CPU_HOURS[True])
+    by_hand = (2 * train.gpu_hours(h100) + scidocs.gpu_hours(h100) + released_scidocs.gpu_hours(h100)
+               + _line(cost, "allenai/specter on CSFCube").gpu_hours(h100)
+               + _line(cost, "CSFCube: the models csfcube_models names and the released ones").gpu_hours(h100))
+    assert cost.total_hours(h100, selected_only=True) == pytest.approx(by_hand)
+    seeds = 4 * train.gpu_hours(h100) + _line(cost, "CSFCube: each extra seed's models").gpu_hours(h100)
+    assert cost.total_hours(h100) == pytest.approx(by_hand + seeds)
+    fetch = _line(cost, "fetch scidocs")
+    assert fetch.download_bytes == int(4.6 * 2**30)
+    assert fetch.other_hours() == pytest.approx(4.6 * 2**30 / specter.DOWNLOAD_BYTES_PER_S / 3600)
+
+
+def test_scincl_cost_plan_by_hand():
+    p = SimpleNamespace(profile="paper", parts="all", index_every_paper=True, max_queries=10, epochs=1, batch_size=2,
+                        accumulation_steps=2, max_length=64, graph_dimension=64, graph_epochs=2, k_pos=25, k_hard=4000,
+                        collision_fraction=1.0, collision_k_hard=[], band_check_queries=0, leaderboard_seeds=2,
+                        csfcube_models=["SciNCL"], csfcube_max_length=32, released_checkpoints=[], released_max_length=512,
+                        recommendations=False, ablations=["easy_random"], ablation_seeds=[0, 1], seed=0,
+                        table2_k_hard_shares=[0.5], data_fractions=[0.1], table2_recommendations=False, sweeps=[],
+                        k_pos_sweep=[], k_hard_sweep=[], sweep_fraction=0.1, sweep_epochs=1, sweep_seeds=[0],
+                        sweep_recommendations=False, model_name="allenai/scibert_scivocab_uncased")
+    cost = scincl.cost_plan(p)
+    graph = _line(cost, "BigGraph embedding of SPECTER's triplet graph")
+    # 684,100 edges at most (one a triplet) × 2 epochs at 64 of 768 dimensions, at the measured PBG rate
+    assert graph.other_hours() == pytest.approx(684_100 * 2 * scincl.PBG_SECONDS_PER_EDGE_EPOCH * 64 / 768 / 3600)
+    search = _line(cost, "kNN bands of the main queries")
+    assert search.other_hours() == pytest.approx(10 * 311_860 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
+    # Fig. 5 samples every one of the 136,820 queries here (max_queries samples 10 for training): its own search
+    collisions = _line(cost, "kNN bands of Fig. 5's queries (collision sweep)")
+    assert collisions.runs == 1 and collisions.other_hours() == pytest.approx(
+        136_820 * 311_860 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
+    assert _line(cost, "train the leaderboard models again (each extra seed)").runs == 1  # SciNCL, seed 1
+    assert _line(cost, "kNN bands sampled again for each extra SciNCL seed").runs == 1
+    # Table 2: the plain-random row for seeds 0 and 1, the reference for seed 1 (seed 0 is the main run)
+    assert _line(cost, "Table 2: easy negatives plain random").runs == 2
+    assert _line(cost, "Table 2: easy negatives plain random, kNN bands").runs == 2
+    assert _line(cost, "Table 2 reference: the main run with the other seeds").runs == 1
+    assert _line(cost, "SciDocs: every Table 2 run").runs == 3
+    assert not [w for w in cost.work if w.part == "sweeps"]  # no sweep named: no line
+    wol = _line(cost, "kNN bands of the w/o-leakage queries")
+    assert wol.other_hours() == pytest.approx(10 * 680_967 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_every_part_of_the_paper_plan_follows_the_registry(chapter):
+    method = CHAPTERS[chapter]
+    cost = chapter_cost_plan(chapter, "paper")
+    assert {w.part for w in cost.work} == set(method.PARTS)  # every part is counted, nothing outside the registry
+    assert cost.selected == plan.resolve_parts("headline", method.PARTS)
+    every = chapter_cost_plan(chapter, "paper", {"parts": "all"})
+    assert every.selected == tuple(method.PARTS)
+    assert every.total_hours(selected_only=True) == pytest.approx(every.total_hours())
+    assert cost.total_hours(selected_only=True) < cost.total_hours() or chapter == "specter"
+    one = chapter_cost_plan(chapter, "paper", {"parts": ["main"]})
+    assert one.selected == ("main",) and one.total_hours(selected_only=True) == pytest.approx(
+        sum(w.gpu_hours(plan.MEASURED_DEVICE) for w in one.work if w.part == "main"))
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_what_a_t4_user_can_finish_is_the_plans_t4_hours(chapter):
+    """Each part's words name the Colab sessions of 12 h its T4 GPU hours and CPU hours take at the paper profile
+    (a Colab machine's 2 cores are what the CPU rates were measured on); a part with no work says "nothing"."""
+    method = CHAPTERS[chapter]
+    cost = chapter_cost_plan(chapter, "paper", {"parts": "all"})
+    totals = cost.totals()
+    t4 = [c for c in totals.columns if c.startswith("GPU h T4")][0]
+    for name, part in method.PARTS.items():
+        hours = totals.loc[name, t4] + totals.loc[name, "CPU / network h"]
+        sessions = math.ceil(hours / specter.COLAB_SESSION_HOURS)
+        said = re.search(r"(\d+) Colab session", part.t4)
+        if sessions == 0:
+            assert "nothing" in part.t4, (name, part.t4)
+        else:
+            assert said and int(said.group(1)) == sessions, (name, part.t4, hours)
+
+
+# ------------------------------------------------------------------------------------------------- released models
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_released_checks_name_the_papers_rows(chapter):
+    checks = CHAPTERS[chapter].RELEASED_CHECKS
+    values = released.expected_values(checks)
+    for check in checks:
+        assert check.pooling == "cls" and check.max_length == 512 and check.adapter == ""
+        assert check.tolerance is not None or check.unasserted_because
+    if chapter == "specter":
+        assert values[("allenai/specter", "scidocs", "avg")] == 80.0 and values[("allenai/specter", "scidocs",
+                                                                                 "mag_f1")] == 82.0
+    else:  # SciNCL Table 1 and the MDCR repository's evaluation quoted by thesis Table 6.9
+        assert values[("malteos/scincl", "scidocs", "avg")] == 81.8
+        assert values[("malteos/scincl", "mdcr", "avg/map")] == 32.5704
+    assert released.registered_checks([chapter])[chapter] == list(checks)
+
+
+class _StubData:
+    def __init__(self, models):
+        self.policy = SimpleNamespace(real_only=True)
+        self.models = models
+        self.model_sources = []
+        self.inputs = {}
+
+    def model(self, name):
+        return str(self.models[name])
+
+
+class _StubRun:
+    """What a chapter's released part reads of its ChapterRun, at ``paper`` in the dry run."""
+
+    def __init__(self, chapter, models):
+        self.chapter, self.p, self.data, self.branches = chapter, SimpleNamespace(device="cpu"), _StubData(models), []
+        self.parts = ("released", "main")
+
+    def runs_part(self, name):
+        return name in self.parts
+
+    def caption(self, *extra):
+        return "caption"
+
+    def branch(self, name):
+        self.branches.append(name)
+
+
+@pytest.fixture(scope="module")
+def released_setting(tmp_path_factory, synthetic_corpus):
+    """Both released models' stand-ins, SciDocs (with shipped embeddings), CSFCube and MDCR replicas, and the expected
+    values a dry-run mirror holds, computed as sdr.dryrun computes them (a plain transformers forward)."""
+    from sdr import dryrun
+    from sdr.synthetic.csfcube import write_csfcube
+    from sdr.synthetic.mdcr import write_mdcr
+    from sdr.synthetic.models import write_stand_in
+    from sdr.synthetic.scidocs import write_scidocs
+
+    root = tmp_path_factory.mktemp("released-chapters")
+    texts = [f"{p.title} {p.abstract}" for p in synthetic_corpus.papers.values()]
+    models = {name: write_stand_in(root / "models" / name.replace("/", "__"), name, texts, layers=1, hidden=16)
+              for name in ("allenai/specter", "malteos/scincl")}
+    data = {"scidocs": write_scidocs(synthetic_corpus, root / "scidocs", seed=0, n_queries=10, progress=False),
+            "csfcube": write_csfcube(synthetic_corpus, root / "csfcube", n_queries=6, pool_size=30, seed=0),
+            "mdcr": write_mdcr(synthetic_corpus, root / "mdcr", seed=0, n_queries_per_field=2, progress=False)}
+    specter.write_shipped_embeddings(data["scidocs"], root / released.EXPECTED_FILE)
+    dryrun.write_released_expected(root, [*specter.RELEASED_CHECKS, *scincl.RELEASED_CHECKS], data)
+    return root, models, data
+
+
+def _plant(root: Path, key: str, delta: float, into: Path) -> Path:
+    stored = json.loads((root / released.EXPECTED_FILE).read_text())
+    stored[key] += delta
+    into.mkdir(parents=True, exist_ok=True)
+    (into / released.EXPECTED_FILE).write_text(json.dumps(stored))
+    return into
+
+
+def test_the_chapters_released_parts_hold_on_the_fixture_and_a_planted_mismatch_stops_them(released_setting, monkeypatch,
+                                                                                          tmp_path):
+    root, models, data = released_setting
+    monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SDR_DATA", str(root))
+    inputs = SimpleNamespace(scidocs=SimpleNamespace(path=data["scidocs"]), csfcube=SimpleNamespace(path=data["csfcube"]))
+    run = _StubRun("specter", models)
+    tables = specter.released_models(run, inputs)
+    assert tables.shipped["holds"].all() and len(tables.shipped) == 13
+    asserted = tables.checkpoints[tables.checkpoints["holds"].notna()]
+    assert len(asserted) == 11 and asserted["holds"].all() and (asserted["difference"].abs() < 1e-3).all()
+    assert set(tables.checkpoints.loc[tables.checkpoints["holds"].isna(), "metric"]) == {
+        "recomm_ndcg", "recomm_p1", "ndcg%20_all", "ndcg%20_background", "ndcg%20_method", "ndcg%20_result"}
+    assert run.branches == ["SciDocs' shipped SPECTER embeddings checked", "released checks asserted"]
+    scincl_run = _StubRun("scincl", models)
+    table = specter.released_models(scincl_run, inputs, scincl.RELEASED_CHECKS, shipped=False,
+                                    extra_dirs={"mdcr": data["mdcr"]}).checkpoints
+    assert set(table["benchmark"]) == {"scidocs", "mdcr"} and table.loc[table["holds"].notna(), "holds"].all()
+    # a planted mismatch in each: the chapter's released part stops
+    monkeypatch.setenv("SDR_DATA", str(_plant(root, "allenai/specter|scidocs|cite_map", 0.5, tmp_path / "a")))
+    with pytest.raises(ChapterCheckFailed, match="allenai/specter on scidocs, cite_map"):
+        specter.released_models(_StubRun("specter", models), inputs, shipped=False)
+    monkeypatch.setenv("SDR_DATA", str(_plant(root, "SciDocs' shipped SPECTER embeddings|scidocs|mag_f1", 0.2,
+                                              tmp_path / "b")))
+    with pytest.raises(ChapterCheckFailed, match="shipped SPECTER embeddings do not score .*mag_f1"):
+        specter.released_models(_StubRun("specter", models), inputs)
+    monkeypatch.setenv("SDR_DATA", str(_plant(root, "malteos/scincl|mdcr|avg/map", -0.4, tmp_path / "c")))
+    with pytest.raises(ChapterCheckFailed, match="malteos/scincl on mdcr, avg/map"):
+        specter.released_models(_StubRun("scincl", models), inputs, scincl.RELEASED_CHECKS, shipped=False,
+                                extra_dirs={"mdcr": data["mdcr"]})
+
+
+# ------------------------------------------------------------------------------------------------- the dry run
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_every_branch_the_dry_run_requires_is_recorded_by_the_library(chapter):
+    """A typo in DRY_RUN_BRANCHES (or a branch no code records) would fail only the dry run: each name is a literal of
+    a run.branch call (or of released_part's, sdr.released) in the library."""
+    source = "\n".join(path.read_text() for path in (ROOT / "lib" / "sdr").rglob("*.py"))
+    for name in CHAPTERS[chapter].DRY_RUN_BRANCHES:
+        assert f'branch("{name}")' in source, name
+
+
+def test_the_dry_run_fixtures_reach_the_papers_branches(tmp_path):
+    """The w/o-leakage triples are a graph the paper's bands fit unclipped (every paper a query); SciDocs names
+    training papers (leakage, as the released data) and ships SPECTER embeddings of every paper, with their
+    expected scores in the mirror."""
+    from sdr import dryrun
+    from sdr.evaluate import scidocs
+
+    fixture = dryrun.FixtureCorpus()
+    scincl.write_dry_run_wol(tmp_path / "specter_wol", fixture)
+    triples = scincl.read_wol_triples(tmp_path / "specter_wol" / scincl.WOL_FILE)
+    from sdr.corpus import CitationGraph
+
+    graph = CitationGraph()
+    for query, positive, _ in triples:
+        if (query, positive) not in graph:
+            graph.add(query, positive)
+    assert len(graph.nodes) > scincl.PAPER_BANDS.k_hard + scincl.PAPER_BANDS.c_easy + 1
+    assert scincl.clip_bands(scincl.PAPER_BANDS, len(graph.nodes)) == scincl.PAPER_BANDS
+    known = {str(fixture.corpus_ids[pid]) for pid in fixture.train.papers}
+    leaked = set(specter.dry_run_leaked_papers(fixture))
+    ids = {pid for triple in triples for pid in triple}
+    assert known & ids and not {str(fixture.corpus_ids[pid]) for pid in leaked} & ids
+    specter.write_dry_run_scidocs(tmp_path / "scidocs", fixture)
+    assert leaked <= scidocs.split_paper_ids(tmp_path / "scidocs", "test")
+    papers = set(scidocs.read_papers(tmp_path / "scidocs"))
+    for path in released.SHIPPED.values():
+        lines = (tmp_path / "scidocs" / path).read_text().splitlines()
+        assert {json.loads(line)["paper_id"] for line in lines} == papers
+    expected = json.loads((tmp_path / released.EXPECTED_FILE).read_text())
+    assert {k.split("|")[2] for k in expected} == {*specter.METRIC_COLUMNS}
+
+
+def test_wol_triples_reader_names_a_bad_line(tmp_path):
+    path = tmp_path / scincl.WOL_FILE
+    path.write_text("query_paper_id,positive_id,negative_id\n1,2,3\n4,5\n")
+    with pytest.raises(ValueError, match=r"specter-wol__train_triples.csv:3: expected query_paper_id"):
+        scincl.read_wol_triples(path)
+    path.write_text("1,2,3\n4,5,6\n")
+    assert scincl.read_wol_triples(path) == [("1", "2", "3"), ("4", "5", "6")]
+
+
+# ------------------------------------------------------------------------------------------------- pairing
+def _ours():
+    return pd.DataFrame({column: [70.0, 80.0, 81.0] for column in specter.METRIC_COLUMNS},
+                        index=["untrained encoder", "SPECTER", "SciNCL"])
+
+
+def test_rows_are_paired_only_when_data_model_and_protocol_match():
+    rows = specter.PAPER_ROWS
+    origins = {"untrained encoder": rows["SciBERT"], "SPECTER": rows["SPECTER"],
+               # planted: SciNCL's own row, but on another model family
+               "SciNCL": specter.RowOrigin(rows["SciNCL"].data, "MiniLM (first 2 layers)", rows["SciNCL"].protocol)}
+    paper = book.read_paper_table("scidocs").query("source == 'SciNCL'")
+    paired, apart = specter.pair_with_paper(_ours(), origins, {"untrained encoder": "SciBERT", "SPECTER": "SPECTER",
+                                                               "SciNCL": "SciNCL"}, specter.METRIC_COLUMNS, paper)
+    assert list(paired["ours"]) == ["untrained encoder", "SPECTER"]
+    spec = paired.set_index("ours").loc["SPECTER"]
+    assert spec["avg (paper)"] == 80.0 and spec["avg difference"] == pytest.approx(0.0)
+    assert spec["mag_f1 difference"] == pytest.approx(80.0 - 82.0)
+    assert list(apart["ours"]) == ["SciNCL"] and "model: ours 'MiniLM (first 2 layers)'" in apart["shown apart because"][0]
+    # the protocol alone differs (no recommendation task): apart too
+    origins["SPECTER"] = specter.RowOrigin(rows["SPECTER"].data, "SciBERT", specter.scidocs_protocol(True, False))
+    paired, apart = specter.pair_with_paper(_ours(), origins, {"SPECTER": "SPECTER"}, ["avg"], paper)
+    assert paired.empty and "protocol" in apart["shown apart because"][0]
+
+
+def test_scincl_rows_on_the_triplet_graph_are_never_paired_with_the_papers_scincl(monkeypatch):
+    p = SimpleNamespace(recommendations=True, model_name="allenai/scibert_scivocab_uncased", model_layers=0,
+                        released_checkpoints=["malteos/scincl"])
+    run = SimpleNamespace(p=p)
+    inputs = SimpleNamespace(scidocs=SimpleNamespace(real=True))
+    names = {"SciNCL": "SciNCL sampling on SPECTER's triplet graph (with leakage)",
+             "SPECTER sampling": "SPECTER sampling on SPECTER's triplet graph (with leakage)"}
+    ours = pd.DataFrame({c: [60.0, 81.0, 79.0, 81.7] for c in specter.METRIC_COLUMNS},
+                        index=["untrained encoder", *names.values(), "malteos/scincl (released checkpoint)"])
+    training = SimpleNamespace(with_leakage=True)
+    graph = SimpleNamespace(label="SPECTER's triplet graph")
+    paired, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names)
+    assert set(paired["ours"]) == {"untrained encoder", "malteos/scincl (released checkpoint)"}
+    assert set(apart["ours"]) == set(names.values())
+    why = apart.set_index("ours")["shown apart because"]
+    assert "S2ORC's citation graph" in why[names["SciNCL"]] and why[names["SPECTER sampling"]].startswith("data: ")
+    # on S2ORC's citation graph (issue 36's) the same rule pairs SciNCL with its Table 1 row
+    paired, _ = scincl.paper_pairs(run, inputs, training, SimpleNamespace(label="S2ORC's citation graph"), ours, names)
+    assert names["SciNCL"] in set(paired["ours"])
+
+
+# ------------------------------------------------------------------------------------------------- deviations
+def _deviation_run(method, settings=specter.PAPER_SETTINGS, **changes):
+    values = {key: value for key, (value, _) in settings.items() if value is not None}
+    values.update(seed=0, n_papers=400, eval_fraction=0.4, schedule="slanted_triangular", index_every_paper=True)
+    values.update(changes)
+    real = SimpleNamespace(name="scidocs", real=True, source="SciDocs")
+    return SimpleNamespace(chapter="x", p=SimpleNamespace(**values), method=method,
+                           data=SimpleNamespace(inputs={"scidocs": real}))
+
+
+def test_deviations_name_every_setting_off_the_papers_and_a_planted_missing_one_is_caught():
+    from sdr.methods.specter import chapter as specter_chapter
+
+    run = _deviation_run(specter_chapter)
+    assert specter.specter_deviations(run) == list(specter.SPECTER_DEVIATIONS)  # the paper's settings: only the fixed
+    run = _deviation_run(specter_chapter, epochs=1, max_length=32)
+    run.data.inputs["scirepeval_cite_prediction"] = SimpleNamespace(name="scirepeval_cite_prediction", real=False,
+                                                                      source="SPECTER's sampling on a replica")
+    lines = specter.specter_deviations(run)
+    assert any(line.startswith("`epochs` = 1; the paper: 2") for line in lines)
+    assert any(line.startswith("`max_length` = 32; the paper: 512") for line in lines)
+    assert any("scirepeval_cite_prediction is a replica" in line for line in lines)
+    # planted: a parameter that changes training with no stated paper value
+    planted = SimpleNamespace(TRAINING_PARAMETERS=(*specter_chapter.TRAINING_PARAMETERS, "warmup_ratio"))
+    with pytest.raises(ValueError, match=r"\['warmup_ratio'\] change what the page reports but have no paper value"):
+        specter.specter_deviations(_deviation_run(planted, warmup_ratio=0.1))
+
+
+def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
+    from sdr.methods.scincl import chapter as scincl_chapter
+
+    run = _deviation_run(scincl_chapter, scincl.PAPER_SETTINGS, schedule="linear", index_every_paper=False)
+    lines = scincl.scincl_deviations(run)
+    assert any("does not state its learning-rate schedule; this run uses the 'linear' schedule" in line for line in lines)
+    assert any("papers that occur only as negatives are left out" in line for line in lines)
+    assert any(line.startswith("`index_every_paper` = False; the paper: True") for line in lines)
+    assert any("Init. rows" in line for line in lines) and any("w/o-leakage rows are not trained" in line
+                                                               for line in lines)
+    assert set(scincl.TABLE2_NOT_RUN) == {row for row in book.read_paper_table("scincl_table2")["model"]
+                                          if row.startswith("Init.")}
