@@ -17,7 +17,7 @@ import pytest
 
 from sdr import book, datasets, plan, released
 from sdr.book.chapter import ChapterCheckFailed
-from sdr.methods import scincl, specter
+from sdr.methods import benchmarks, scincl, specter
 from sdr.plan import chapter_cost_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,6 +185,9 @@ class _StubData:
         self.model_sources = []
         self.inputs = {}
 
+    def input(self, name):  # the setting's folders: the models' stand-ins lie in <root>/models
+        return SimpleNamespace(path=Path(next(iter(self.models.values()))).parents[1] / name)
+
     def model(self, name):
         return str(self.models[name])
 
@@ -223,9 +226,14 @@ def released_setting(tmp_path_factory, synthetic_corpus):
     data = {"scidocs": write_scidocs(synthetic_corpus, root / "scidocs", seed=0, n_queries=10, progress=False),
             "csfcube": write_csfcube(synthetic_corpus, root / "csfcube", n_queries=6, pool_size=30, seed=0),
             "mdcr": write_mdcr(synthetic_corpus, root / "mdcr", seed=0, n_queries_per_field=2, progress=False)}
-    specter.write_shipped_embeddings(data["scidocs"], root / released.EXPECTED_FILE)
+    benchmarks.write_shipped_embeddings(root / "scidocs_specter_embeddings", SimpleNamespace(seed=7))
     dryrun.write_released_expected(root, [*specter.RELEASED_CHECKS, *scincl.RELEASED_CHECKS], data)
     return root, models, data
+
+
+def _key(checks, model: str, benchmark: str, metric: str) -> str:
+    check = next(c for c in checks if c.model == model and c.benchmark == benchmark and metric in c.metrics)
+    return released.expected_key(check, metric)
 
 
 def _plant(root: Path, key: str, delta: float, into: Path) -> Path:
@@ -256,14 +264,17 @@ def test_the_chapters_released_parts_hold_on_the_fixture_and_a_planted_mismatch_
                                     extra_dirs={"mdcr": data["mdcr"]}).checkpoints
     assert set(table["benchmark"]) == {"scidocs", "mdcr"} and table.loc[table["holds"].notna(), "holds"].all()
     # a planted mismatch in each: the chapter's released part stops
-    monkeypatch.setenv("SDR_DATA", str(_plant(root, "allenai/specter|scidocs|cite_map", 0.5, tmp_path / "a")))
+    monkeypatch.setenv("SDR_DATA", str(_plant(root, _key(specter.RELEASED_CHECKS, "allenai/specter", "scidocs", "cite_map"), 0.5,
+                                              tmp_path / "a")))
     with pytest.raises(ChapterCheckFailed, match="allenai/specter on scidocs, cite_map"):
         specter.released_models(_StubRun("specter", models), inputs, shipped=False)
-    monkeypatch.setenv("SDR_DATA", str(_plant(root, "SciDocs' shipped SPECTER embeddings|scidocs|mag_f1", 0.2,
+    monkeypatch.setenv("SDR_DATA", str(_plant(root, released.expected_key(released.ReleasedCheck(
+        released.SHIPPED_CHECK_MODEL, "scidocs", "scidocs", "SPECTER", {"mag_f1": "mag_f1"}), "mag_f1"), 0.2,
                                               tmp_path / "b")))
     with pytest.raises(ChapterCheckFailed, match="shipped SPECTER embeddings do not score .*mag_f1"):
         specter.released_models(_StubRun("specter", models), inputs)
-    monkeypatch.setenv("SDR_DATA", str(_plant(root, "malteos/scincl|mdcr|avg/map", -0.4, tmp_path / "c")))
+    monkeypatch.setenv("SDR_DATA", str(_plant(root, _key(scincl.RELEASED_CHECKS, "malteos/scincl", "mdcr", "avg/map"), -0.4,
+                                              tmp_path / "c")))
     with pytest.raises(ChapterCheckFailed, match="malteos/scincl on mdcr, avg/map"):
         specter.released_models(_StubRun("scincl", models), inputs, scincl.RELEASED_CHECKS, shipped=False,
                                 extra_dirs={"mdcr": data["mdcr"]})
@@ -277,6 +288,12 @@ def test_every_branch_the_dry_run_requires_is_recorded_by_the_library(chapter):
     source = "\n".join(path.read_text() for path in (ROOT / "lib" / "sdr").rglob("*.py"))
     for name in CHAPTERS[chapter].DRY_RUN_BRANCHES:
         assert f'branch("{name}")' in source, name
+
+
+def specter_data() -> list[str]:
+    from sdr.datasets.registry import CHAPTER_DATA
+
+    return list(CHAPTER_DATA["specter"])
 
 
 def test_the_dry_run_fixtures_reach_the_papers_branches(tmp_path):
@@ -303,12 +320,17 @@ def test_the_dry_run_fixtures_reach_the_papers_branches(tmp_path):
     assert known & ids and not {str(fixture.corpus_ids[pid]) for pid in leaked} & ids
     specter.write_dry_run_scidocs(tmp_path / "scidocs", fixture)
     assert leaked <= scidocs.split_paper_ids(tmp_path / "scidocs", "test")
-    papers = set(scidocs.read_papers(tmp_path / "scidocs"))
-    for path in released.SHIPPED.values():
-        lines = (tmp_path / "scidocs" / path).read_text().splitlines()
-        assert {json.loads(line)["paper_id"] for line in lines} == papers
+    # the shipped embeddings, written after SciDocs (CHAPTER_DATA's order), cover each file's papers, leaked included
+    assert specter_data().index("scidocs") < specter_data().index("scidocs_specter_embeddings")
+    benchmarks.write_shipped_embeddings(tmp_path / "scidocs_specter_embeddings", fixture)
+    for name, metadata in benchmarks.SHIPPED_FIXTURE_ROUTES.items():
+        lines = (tmp_path / "scidocs_specter_embeddings" / name).read_text().splitlines()
+        assert {json.loads(line)["paper_id"] for line in lines} == set(
+            json.loads((tmp_path / "scidocs" / metadata).read_text()))
+    assert leaked <= {json.loads(line)["paper_id"] for line in
+                      (tmp_path / "scidocs_specter_embeddings" / "user-citation.jsonl").read_text().splitlines()}
     expected = json.loads((tmp_path / released.EXPECTED_FILE).read_text())
-    assert {k.split("|")[2] for k in expected} == {*specter.METRIC_COLUMNS}
+    assert {k.split("|")[-1] for k in expected} == {*specter.METRIC_COLUMNS}
 
 
 def test_wol_triples_reader_names_a_bad_line(tmp_path):

@@ -307,10 +307,6 @@ _SCIDOCS_FILES = (
 _SCIDOCS_RECOMM = ("recomm/train.csv", "recomm/val.csv", "recomm/test.csv",
                    "recomm/train_similar_papers_model.json", "recomm/propensity_scores.json",
                    "paper_metadata_recomm.json")
-# SciDocs' shipped SPECTER embeddings (its README: one file per group of tasks), which the SPECTER chapter's released
-# part scores first at paper (sdr.released.shipped_specter_scidocs)
-_SCIDOCS_SPECTER_EMBEDDINGS = ("specter-embeddings/cls.jsonl", "specter-embeddings/user-citation.jsonl",
-                               "specter-embeddings/recomm.jsonl")
 SCIDOCS = Dataset(
     name="scidocs",
     folder="scidocs",
@@ -323,10 +319,10 @@ SCIDOCS = Dataset(
         # the evaluator reads every recommendation file but the ranker's config (its values are in sdr.evaluate)
         *(DataFile(p, f"{_SCIDOCS_BASE}/{p}", required=False, paper=not p.endswith("_model.json"))
           for p in _SCIDOCS_RECOMM),
-        *(DataFile(p, f"{_SCIDOCS_BASE}/{p}", required=False, paper=True) for p in _SCIDOCS_SPECTER_EMBEDDINGS),
     ),
+    # SciDocs' shipped SPECTER embeddings are a dataset of their own (scidocs_specter_embeddings, below)
     manual="or `aws s3 sync --no-sign-request s3://ai2-s2-research-public/specter/scidocs/ "
-           "$SDR_DATA_CACHE/scidocs/` (4.6 GiB with embeddings)",
+           "$SDR_DATA_CACHE/scidocs/ --exclude 'specter-embeddings/*'`",
 )
 
 SCIDOCS_SPECTER_EMBEDDINGS = Dataset(
@@ -548,7 +544,8 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     # embeddings and every benchmark a chapter's released check scores; paragraph retrieval S2ORC's full text
     "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "scidocs", "scidocs_specter_embeddings", "mdcr", "scirepeval",
                    "s2orc_specter"),
-    "specter": ("scirepeval_cite_prediction", "scidocs", "csfcube"),
+    # scidocs_specter_embeddings: the released part's check of SciDocs' shipped SPECTER embeddings (after scidocs)
+    "specter": ("scirepeval_cite_prediction", "scidocs", "scidocs_specter_embeddings", "csfcube"),
     # mdcr: the released malteos/scincl's check (thesis Table 6.9); specter_wol: Table 1's w/o-leakage graph
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),

@@ -31,7 +31,7 @@ __all__ = ["PARTS", "PART_NEEDS", "COLAB_SESSION_HOURS", "check_parts", "paper_s
            "SPECTER_PAPERS", "CSFCUBE_PAPERS", "TOKENS_PER_TEXT", "SCIDOCS_SCORING_CPU_HOURS", "DOWNLOADS", "DOWNLOAD_BYTES_PER_S",
            "download_work", "encode_work", "scidocs_scoring_work", "query_count", "cost_plan", "RELEASED_CHECKS",
            "SCIDOCS_METRICS_ASSERTED", "ReleasedModels", "released_models", "DRY_RUN_BRANCHES",
-           "LEAKED_PAPERS", "write_dry_run_scidocs", "dry_run_leaked_papers", "write_shipped_embeddings", "shipped_expected", "RowOrigin", "PAPER_ROWS", "RELEASED_PAPER_ROW",
+           "LEAKED_PAPERS", "write_dry_run_scidocs", "dry_run_leaked_papers", "RowOrigin", "PAPER_ROWS", "RELEASED_PAPER_ROW",
            "OFFICIAL_SCIDOCS", "pair_with_paper",
            "PAPER_SETTINGS", "deviations", "scidocs_protocol"]
 
@@ -46,7 +46,7 @@ PARTS: dict[str, Part] = {
                      t4="all of it in 1 Colab session: inference and CPU scoring, no training"),
     "main": Part("main", "SciNCL Table 1's SPECTER row and thesis Table 6.2's SPECTER(Undirected) row, trained once "
                  "each on SPECTER's triplets, scored on SciDocs and CSFCube", headline=True,
-                 t4="about 3 Colab sessions of 12 h for the two trainings and their scoring: set resume = True "
+                 t4="about 2 Colab sessions of 12 h for the two trainings and their scoring: set resume = True "
                     "and rerun the chapter in each new session"),
     "seeds": Part("seeds", "the leaderboard models trained again with the next seeds (SPECTER reports one trained "
                   "model; the paper profile trains none)",
@@ -253,7 +253,8 @@ def released_models(run, inputs, checks: Sequence[ReleasedCheck] | None = None, 
         return ReleasedModels(pd.DataFrame(), pd.DataFrame())
     shipped_table = pd.DataFrame()
     if shipped and run.data.policy.real_only:
-        scores = released.shipped_specter_scidocs(inputs.scidocs.path)
+        scores = released.shipped_specter_scidocs(
+            inputs.scidocs.path, embeddings_dir=run.data.input("scidocs_specter_embeddings").path)
         shipped_table = scores.table
         print(run.caption("SciDocs' shipped SPECTER embeddings (specter-embeddings/)"))
         display(shipped_table.round(3))
@@ -279,11 +280,11 @@ def write_dry_run_scidocs(folder: Path, fixture) -> None:
     (:func:`sdr.dryrun.write_scidocs`), plus what the released data has and that fixture lacks, in the released
     layout:
 
-    * :data:`LEAKED_PAPERS` papers of the training triplets as extra candidates (relevance 0) of the cite task's test
-      queries, with their metadata, so the chapters' leakage branch runs as on the released data;
-    * SciDocs' shipped SPECTER embeddings (``specter-embeddings/cls.jsonl``, ``user-citation.jsonl``,
-      ``recomm.jsonl``: a seeded hashed bag of words of each paper's text, any fixed vectors serve), and their
-      expected scores in the mirror's ``released_expected.json`` (:func:`shipped_expected`)."""
+    :data:`LEAKED_PAPERS` papers of the training triplets as extra candidates (relevance 0) of the cite task's test
+    queries, with their metadata, so the chapters' leakage branch runs as on the released data. SciDocs' shipped
+    SPECTER embeddings, a dataset of their own (``scidocs_specter_embeddings``), are written after it by the
+    Benchmarks chapter's fixture (:func:`sdr.methods.benchmarks.write_shipped_embeddings`), which covers these
+    papers too."""
     from sdr import dryrun
     from sdr.evaluate import scidocs
 
@@ -300,66 +301,11 @@ def write_dry_run_scidocs(folder: Path, fixture) -> None:
         paper = fixture.corpus.papers[pid]
         metadata[pid] = {"paper_id": pid, "title": paper.title, "abstract": paper.abstract}
     metadata_path.write_text(json.dumps(metadata), encoding="utf-8")
-    write_shipped_embeddings(folder, folder.parent / "released_expected.json")
-
-
-def write_shipped_embeddings(folder: Path, expected_path: Path) -> dict[str, float]:
-    """SciDocs' shipped SPECTER embeddings for the papers of the SciDocs folder ``folder`` (the three files of
-    :data:`sdr.released.SHIPPED`, the same fixed vectors in each: a hashed bag of words of each paper's text), and
-    their expected scores (:func:`shipped_expected`) added to ``expected_path`` (a dry-run mirror's
-    ``released_expected.json``). Returns the expected scores."""
-    from sdr.evaluate import scidocs
-
-    vectors = _hashed_vectors(scidocs.read_papers(folder))
-    (folder / "specter-embeddings").mkdir(exist_ok=True)
-    for path in released_shipped_paths():
-        with (folder / path).open("w", encoding="utf-8") as handle:
-            for pid, vector in vectors.items():
-                handle.write(json.dumps({"paper_id": pid, "embedding": [round(float(x), 6) for x in vector]}) + "\n")
-    expected = shipped_expected(folder)
-    stored = json.loads(expected_path.read_text(encoding="utf-8")) if expected_path.exists() else {}
-    stored.update(expected)
-    expected_path.write_text(json.dumps(stored, indent=1, sort_keys=True), encoding="utf-8")
-    return expected
 
 
 def dry_run_leaked_papers(fixture) -> list[str]:
     """The training papers the dry-run SciDocs names (:data:`LEAKED_PAPERS` of the fixture triplets' papers)."""
     return sorted({pid for triplet in fixture.triplets() for pid in triplet})[:LEAKED_PAPERS]
-
-
-def released_shipped_paths() -> list[str]:
-    from sdr import released
-
-    return list(dict.fromkeys(released.SHIPPED.values()))
-
-
-def _hashed_vectors(papers: Mapping, dimension: int = 48) -> dict[str, np.ndarray]:
-    """A fixed vector per paper: its words hashed into ``dimension`` buckets (crc32), L2-normalised."""
-    import zlib
-
-    vectors = {}
-    for pid, paper in sorted(papers.items()):
-        vector = np.zeros(dimension, dtype=np.float32)
-        for word in f"{paper.title} {paper.abstract}".lower().split():
-            vector[zlib.crc32(word.encode()) % dimension] += 1.0
-        vectors[pid] = vector / max(float(np.linalg.norm(vector)), 1e-9)
-    return vectors
-
-
-def shipped_expected(folder: Path) -> dict[str, float]:
-    """The expected scores of the shipped-embeddings check on a dry-run SciDocs: the book's SciDocs evaluator on the
-    shipped vectors given in one mapping, every task at once (the check reads them as three files, one per group of
-    tasks, as SciDocs' README says): ``{"SciDocs' shipped SPECTER embeddings|scidocs|<metric>": value}``."""
-    from sdr import book
-    from sdr.evaluate import scidocs
-
-    vectors = folder / "specter-embeddings" / "cls.jsonl"  # the three files hold the same vectors here
-    metrics = scidocs.evaluate(folder, vectors, recomm=scidocs.ScidocsPaths(folder).has_recomm(), progress=False,
-                               recomm_embeddings=vectors)
-    row = book.scidocs_row(metrics)
-    return {f"SciDocs' shipped SPECTER embeddings|scidocs|{metric}": float(value) for metric, value in row.items()
-            if not (isinstance(value, float) and math.isnan(value))}
 
 
 # ================================================================================================ fidelity
