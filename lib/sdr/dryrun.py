@@ -206,26 +206,6 @@ def write_s2_citations_thesis(folder: Path, fixture: FixtureCorpus) -> None:
     write_citation_pages(fixture.train, folder, anchors=anchors, ids=fixture.corpus_ids)
 
 
-def write_flew_triplets(folder: Path, fixture: FixtureCorpus) -> None:
-    """FLeW's released triplets (corpus ids) for the training part's papers with an edge in every facet."""
-    from sdr.synthetic.s2_api import write_flew_triplets as write
-
-    write(fixture.train, folder, ids=fixture.corpus_ids, seed=fixture.seed)
-
-
-def write_s2ag_citations_flew(folder: Path, fixture: FixtureCorpus) -> None:
-    """FLeW's citation graph as its fetch builds it: anchors are the released query list (corpus ids), resolved
-    through /paper/batch, then every link page, by the real fetcher from the synthetic Graph API."""
-    from sdr.fetchers.http import Client
-    from sdr.fetchers.semantic_scholar import fetch_dataset
-    from sdr.synthetic.s2_api import shared_queries
-
-    anchors = [f"CorpusId:{fixture.corpus_ids[q]}" for q in shared_queries(fixture.train.graph)]
-    client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train, fixture.corpus_ids),
-                    sleep=lambda s: None)
-    fetch_dataset(datasets.get("s2ag_citations_flew"), folder, progress=False, client=client, anchors=anchors)
-
-
 def write_scirepeval_registry(folder: Path, fixture: FixtureCorpus) -> None:
     """The task registry of the SciRepEval fixture (the one ``write_scirepeval_full`` writes with its data)."""
     with tempfile.TemporaryDirectory() as temporary:
@@ -268,6 +248,13 @@ def write_s2orc_specter(folder: Path, fixture: FixtureCorpus) -> None:
                     opener=lambda url: io.BytesIO(gzip.compress(shard.encode())), progress=False)
 
 
+def _method(module: str):
+    """``sdr.methods.<module>``, imported when its fixture is written (a chapter's own dry-run fixtures)."""
+    import importlib
+
+    return importlib.import_module(f"sdr.methods.{module}")
+
+
 WRITERS = {
     "scirepeval_cite_prediction": write_scirepeval_cite_prediction,
     "specter_wol": write_specter_wol,
@@ -283,8 +270,11 @@ WRITERS = {
     "scicite": copy_fixture("scicite", (("dev.jsonl", "dev.jsonl"), ("dev.jsonl", "test.jsonl"))),
     "s2orc_sample": copy_fixture("s2orc", (("metadata.jsonl", "metadata/sample.jsonl"),)),
     "s2_citations_thesis": write_s2_citations_thesis,
-    "flew_triplets": write_flew_triplets,
-    "s2ag_citations_flew": write_s2ag_citations_flew,
+    # FLeW's: a graph of > 4,000 papers so its bands are not scaled (sdr.methods.flew.fixtures)
+    "flew_triplets": lambda folder, fixture: _method("flew.fixtures").write_dry_run_triplets(folder, fixture),
+    "s2ag_citations_flew": lambda folder, fixture: _method("flew.fixtures").write_dry_run_citations(folder, fixture),
+    "flew_split_metadata": lambda folder, fixture: _method("flew.fixtures").write_dry_run_split_metadata(folder,
+                                                                                                          fixture),
     "scirepeval": write_scirepeval_registry,
     "s2orc_specter": write_s2orc_specter,
 }
@@ -333,14 +323,14 @@ def write_released_expected(mirror: Path, checks, data_dirs) -> Path:
     path = mirror / released.EXPECTED_FILE
     stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     for check in checks:
-        folder = mirror / MODELS_FOLDER / folder_name(check.model)
+        folder = mirror / MODELS_FOLDER / folder_name(check.model) / check.subfolder
         data = Path(data_dirs[check.benchmark])
         encoder = embed.load_model(str(folder), max_length=check.max_length, pooling=check.pooling, device="cpu")
         inputs = embed.benchmark_inputs(check.benchmark, data, encoder, check.csfcube_queries)
         vectors = released.plain_embeddings(folder, inputs.texts, check.pooling, check.max_length)
         result, _ = suite.score(inputs, vectors)
-        for metric, value in released.flat_metrics(check.benchmark, result).items():
-            stored[f"{check.model}|{check.benchmark}|{metric}"] = value
+        for metric, value in released.check_metrics(check, result).items():
+            stored[f"{check.label}|{check.benchmark}|{metric}"] = value
     path.write_text(json.dumps(stored, indent=1, sort_keys=True), encoding="utf-8")
     return path
 

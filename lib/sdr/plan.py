@@ -190,7 +190,7 @@ MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512
 MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * MEASURED_TOKENS_PER_TEXT
 """Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
 
-KINDS = ("train", "encode", "graph", "knn", "svm", "fetch")
+KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "text")  # text: CPU text work (a sentence splitter)
 
 
 from dataclasses import dataclass, field  # noqa: E402
@@ -219,8 +219,8 @@ class Work:
 
     ``kind`` is one of :data:`KINDS`. ``train`` lines give examples, epochs, the effective batch, texts per example
     and tokens per text (GPU hours from the measured training throughput); ``encode`` lines the texts embedded per
-    run and tokens per text; ``graph``/``knn``/``svm`` lines their ``hours`` per run on ``hours_on`` (a CPU or a
-    GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
+    run and tokens per text; ``graph``/``knn``/``svm``/``text`` lines their ``hours`` per run on ``hours_on`` (a CPU
+    or a GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
     ``requests_per_s``)."""
 
     part: str
@@ -269,7 +269,7 @@ class Work:
         """CPU hours (graph, kNN and SVM work on a CPU) and network hours (fetches) of all its runs."""
         if self.kind == "fetch":
             return self.runs * self.requests / self.requests_per_s / 3600 if self.requests else 0.0
-        if self.kind in ("graph", "knn", "svm") and self.hours_on == "CPU":
+        if self.kind in ("graph", "knn", "svm", "text") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
 
@@ -369,8 +369,12 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     from sdr.book.profiles import chapter_parameters, notebook_parameters
     from sdr.book import paths
 
+    import ast
+
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
-    values = {**notebook_parameters(notebook), **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
+    # the parameters cell's defaults are source text (papermill reads them so): their values, as the kernel sees them
+    defaults = {name: ast.literal_eval(text) for name, text in notebook_parameters(notebook).items()}
+    values = {**defaults, **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
     method = importlib.import_module(f"sdr.methods.{chapter}")
     return method.cost_plan(SimpleNamespace(**values))
 
