@@ -1160,3 +1160,24 @@ def test_the_differences_list_states_every_setting_not_the_papers_and_a_planted_
     planted = [line for line in lines if "learning_rate" not in line]  # a planted missing difference
     with pytest.raises(ChapterCheckFailed, match=r"lacks \['learning_rate'\]"):
         flew.expect_differences_stated(planted, p)
+
+
+def test_the_loss_check_needs_a_drop_above_the_measured_seed_spread():
+    """loss_margin (profiles.yml: above the spread of the probe-loss drop over training seeds at smoke): a drop of
+    0.05 is within that noise and fails; a rise (a sign-flipped loss) fails; the smoke runs' drops pass."""
+    from sdr.book import ChapterRun, Fit
+    from sdr.book.profiles import chapter_parameters
+
+    margin = chapter_parameters("flew", "smoke")["loss_margin"]
+    assert margin == 0.1
+
+    def training(drop):
+        fit = Fit("FLeW-bg", None, SimpleNamespace(steps=20), 0.87, 0.87 - drop, 160)
+        return SimpleNamespace(fits={"FLeW-bg": fit})
+
+    run = ChapterRun.__new__(ChapterRun)
+    run.p = SimpleNamespace(loss_margin=margin)
+    assert len(flew.expect_trained(run, training(0.23))) == 1
+    for drop in (0.05, -0.3):
+        with pytest.raises(ChapterCheckFailed, match="training did not lower the loss by more than 0.1"):
+            flew.expect_trained(run, training(drop))
