@@ -582,13 +582,28 @@ def train_facet_encoders(run, inputs, graph: FacetGraph, queries: QueryList, sam
     return training
 
 
-def expect_trained(run, training: FacetTraining) -> pd.DataFrame:
-    """The claim of section 3's training: every run of the book's recipe (the facet encoders, the ablations')
-    lowered its triplet loss on a fixed probe subset by more than ``loss_margin``, a value above the spread of
-    that loss drop over training seeds (profiles.yml gives the measurement); returns the losses.
+def expect_trained(run, training: FacetTraining, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The claim of section 3's training: every run of the book's recipe (the facet encoders, the ablations'; or
+    the runs ``names``) lowered its triplet loss on a fixed probe subset by more than ``loss_margin``, a value above
+    the spread of that loss drop over training seeds (profiles.yml gives the measurement); returns the losses.
+
+    In the paper dry run the encoders are tiny random stand-ins trained for a few dozen steps at the paper's learning
+    rate, which moves their probe loss by about 1e-5 (measured: 0.99943 -> 0.99942 in 24 steps, 0.99951 -> 0.99949
+    in 200): a drop cannot be told from noise there, so the check asserts what such a run can show, that training
+    changed every encoder's probe loss (its weights moved), and says so.
 
     Shown in: notebooks/flew.ipynb, 3. Three facet encoders."""
-    return run.expect_lower_loss(training.fits.values(), margin=run.p.loss_margin)
+    from sdr import datasets
+
+    fits = [training.fits[name] for name in (names if names is not None else training.fits)]
+    if not datasets.dry_run():
+        return run.expect_lower_loss(fits, margin=run.p.loss_margin)
+    unmoved = [f"{fit.name} ({fit.loss_before:.6f})" for fit in fits if not fit.loss_after != fit.loss_before]
+    if unmoved:
+        raise ChapterCheckFailed(f"training left the probe loss of {unmoved} unchanged: its weights did not move")
+    print("paper dry run: the loss-drop check is exercised on random stand-ins, whose loss barely moves at the paper's "
+          "learning rate; checked instead: every run changed its probe loss")
+    return pd.DataFrame({fit.name: fit.losses() for fit in fits}).T
 
 
 def heldout_scores(run, graph: FacetGraph, queries: QueryList, sampling: Sampling,
