@@ -538,8 +538,11 @@ def test_paper_profile_scores_the_chapter_models_and_declares_the_released_data(
 
     profiles = book.load_profiles()["profiles"]
     assert profiles["paper"]["chapters"]["flew"]["score_released_models"] is True
-    assert {"flew_triplets", "s2ag_citations_flew", "mdcr", "scirepeval", "scirepeval_full", "csfcube", "csabstruct"} \
-        == set(datasets.CHAPTER_DATA["flew"])
+    assert {"flew_triplets", "s2ag_citations_flew", "mdcr", "scirepeval", "scirepeval_full", "csfcube", "csabstruct",
+            "flew_split_metadata"} == set(datasets.CHAPTER_DATA["flew"])
+    split = datasets.get("flew_split_metadata")
+    assert [f.path for f in split.files] == [f"{f}_split_triplets_metadata.jsonl" for f in flew.FACETS]
+    assert all(f.url.startswith("https://huggingface.co/datasets/Miracle-dz/FLeW-data/") for f in split.files)
     assert datasets.CHAPTER_DATA["flew"].index("flew_triplets") < datasets.CHAPTER_DATA["flew"].index("s2ag_citations_flew")
     released = datasets.get("flew_triplets")
     assert [f.path for f in released.files] == [f"{f}_training_triplet.csv" for f in flew.FACETS]
@@ -605,7 +608,9 @@ def test_real_csabstruct_splitter_trained_here_reaches_the_target(real_data, tmp
 
 def test_paper_dry_run_mirror_holds_flews_inputs_in_their_official_layouts(tmp_path, monkeypatch):
     """`sdr paper-dry-run flew` fixtures: every dataset of CHAPTER_DATA["flew"] with the files a paper run reads;
-    the citation graph was fetched for the released query list (corpus ids resolved through /paper/batch)."""
+    the citation graph was fetched (corpus ids resolved through /paper/batch) for every paper of a graph large
+    enough that FLeW's bands keep k⁻hard = 4000 (the paper's branch), the released query list among them, each query
+    with ten distinct positives a facet; the split abstracts cover every paper of the triplets."""
     from sdr import datasets, dryrun
 
     monkeypatch.delenv("SDR_DATA", raising=False)
@@ -619,9 +624,18 @@ def test_paper_dry_run_mirror_holds_flews_inputs_in_their_official_layouts(tmp_p
     queries, table = flew.query_list(released)
     paper_of = flew.corpus_id_map(tmp_path / "s2ag_citations_flew")
     assert queries and all(q in paper_of for q in queries)
-    assert (tmp_path / "s2ag_citations_flew" / "anchors.txt").read_text().split() == [paper_of[q] for q in queries]
+    assert set((tmp_path / "s2ag_citations_flew" / "anchors.txt").read_text().split()) >= {paper_of[q] for q in queries}
     graph, _, _ = read_s2_citations(tmp_path / "s2ag_citations_flew")
     assert all(paper_of[q] in graph.nodes for q in queries)
+    from sdr.methods import scincl
+
+    assert len(graph.nodes) > flew.FLEW_BANDS.k_hard + 10
+    assert scincl.scaled_bands(len(graph.nodes), bands=flew.FLEW_BANDS) == flew.FLEW_BANDS
+    assert set(table["distinct positives per query (median)"]) == {10.0}
+    for facet in flew.FACETS:
+        papers = flew.read_split_metadata(tmp_path / "flew_split_metadata" / f"{facet}_split_triplets_metadata.jsonl",
+                                          facet)
+        assert {pid for t in released[facet] for pid in t} <= set(papers)
 
 
 def test_data_status_for_flew_says_missing_for_absent_folders(tmp_path, monkeypatch):
@@ -763,18 +777,36 @@ def test_leaderboard_seeds_without_csfcube_stop_before_training():
         flew.train_facet_encoders(run, None, None, None, None, None)
 
 
-def test_table2_shows_every_paper_field_and_ours():
+def _paper_like_run(model_name="allenai/scibert_scivocab_uncased", pooling="cls", max_length=512):
+    return SimpleNamespace(p=SimpleNamespace(model_name=model_name, pooling=pooling, max_length=max_length))
+
+
+def _official(official=True, real=True):
+    return SimpleNamespace(official=official, real=real)
+
+
+def test_table2_shows_every_paper_field_and_ours_by_the_pairing_rule():
     result = {"fields": {"Art": {"map": 0.3, "recall_5": 0.4}, "Zoology (made up)": {"map": 0.1, "recall_5": 0.2}},
               "avg": {"map": 0.2, "recall_5": 0.3}}
-    mdcr = flew.MDCRScores({}, {}, {"ours": result}, pd.DataFrame())
-    table2 = flew.mdcr_table2(mdcr)
-    assert set(table2) == {"MAP", "R@5"}
+    mdcr = flew.MDCRScores({}, {}, {"FLeW": result, "my own system": result}, pd.DataFrame())
+    table2 = flew.mdcr_table2(_paper_like_run(), SimpleNamespace(mdcr=_official()), mdcr)
+    assert set(table2) == {"MAP", "R@5", "apart"}
+    column = "FLeW (pairs with FLeW(ours))"
     for label, metric in (("MAP", "map"), ("R@5", "recall_5")):
         table = table2[label]
         assert len(table) == 21 and table.index[19] == "Avg" and table.index[20] == "Zoology (made up)"
-        assert table.loc["Art", "ours"] == result["fields"]["Art"][metric] and table.loc["Avg", "ours"] == result["avg"][metric]
-        assert table.loc["Zoology (made up)"].drop("ours").isna().all()  # not a field of the paper: its columns empty
+        assert table.loc["Art", column] == result["fields"]["Art"][metric]
+        assert table.loc["Avg", column] == result["avg"][metric]
+        assert table.loc["Zoology (made up)"].drop(column).isna().all()  # not a field of the paper: its columns empty
         assert table.loc["Avg", "paper: FLeW(ours)"] > 0
+    assert list(table2["apart"].index) == ["my own system"]  # no paper column stands for it
+    assert "no row of this paper table" in table2["apart"].loc["my own system", "why apart"]
+    # a replica, or MiniLM: nothing pairs, each with its reason
+    minilm = flew.mdcr_table2(_paper_like_run("minilm", "mean", 64), SimpleNamespace(mdcr=_official(False, False)),
+                              mdcr)
+    assert not any("pairs with" in c for c in minilm["MAP"].columns)
+    why = minilm["apart"].loc["FLeW", "why apart"]
+    assert "data: a replica" in why and "model: MiniLM" in why and "protocol" in why
 
 
 def test_systems_embed_each_benchmark_at_its_length_and_restore_it():
@@ -814,7 +846,8 @@ def test_csfcube_rows_train_the_extra_seeds_and_store_one_row_per_model_and_seed
 
     p = SimpleNamespace(csfcube_eval=True, seed=0, leaderboard_seeds=2, model_name="minilm", model_layers=2,
                         weight_step=0.25, csfcube_max_length=32, batch_size=8, accumulation_steps=2, epochs=1)
-    run = SimpleNamespace(p=p, profile="smoke")
+    branches = []
+    run = SimpleNamespace(p=p, profile="smoke", runs_part=lambda name: name == "seeds", branch=branches.append)
     names = list(flew.FACET_ENCODERS.values())
 
     def fit(name, seed):
@@ -841,5 +874,310 @@ def test_csfcube_rows_train_the_extra_seeds_and_store_one_row_per_model_and_seed
     assert list(cs.table.index) == [*names, "FLeW (tuned per facet on dev folds)", "untrained encoder"]
     flew.show_csfcube(run, inputs, cs)
     assert "training of the extra seeds" in capsys.readouterr().out
+    assert branches == ["extra leaderboard seeds trained"]
+    # without the `seeds` part, the first seed alone
+    trained[:] = []
+    run.runs_part = lambda name: False
+    assert {row["seed"] for row in flew.csfcube_rows(run, inputs, systems, training).leaderboard} == {0}
+    assert trained == []
     assert not flew.csfcube_rows(SimpleNamespace(p=SimpleNamespace(csfcube_eval=False)), inputs, systems,
                                  training).scored
+
+
+# ------------------------------------------------------------------------ parts, the whole cost (issue 30)
+def _plan_parameters(**changes):
+    values = dict(profile="smoke", parts=["main", "ablations", "seeds"], max_queries=20, epochs=1, batch_size=4,
+                  accumulation_steps=2, max_length=64, csfcube_max_length=32, weight_step=0.25,
+                  ablations=["without_textual"], leaderboard_seeds=2, csfcube_eval=True, graph_dimension=32,
+                  graph_epochs=10, score_released_models=False)
+    values.update(changes)
+    return SimpleNamespace(**values)
+
+
+def test_parts_registry_headline_and_profiles():
+    from sdr import book, dryrun
+    from sdr.plan import resolve_parts
+
+    assert list(flew.PARTS) == ["released", "main", "published", "ablations", "seeds"]
+    assert resolve_parts("headline", flew.PARTS) == ("released", "main")
+    assert book.chapter_parameters("flew", "paper")["parts"] == "headline"
+    assert "parts" not in book.chapter_parameters("flew", "smoke")  # the notebook's "all"
+    assert book.chapter_parameters("flew", "paper", dryrun.dry_run_overrides("flew"))["parts"] == "all"
+    assert all(part.reproduces and part.t4 for part in flew.PARTS.values())
+
+    def run(parts):
+        return SimpleNamespace(parts=tuple(parts))
+
+    assert flew.check_parts(run(["released", "main"])) == ("released", "main")
+    with pytest.raises(ValueError, match="leave out 'main'"):
+        flew.check_parts(run(["released"]))
+    flew.REQUIRES["published"] = ("main", "ablations")
+    try:
+        with pytest.raises(ValueError, match="part 'published' reads the results of \\['ablations'\\]"):
+            flew.check_parts(run(["main", "published"]))
+    finally:
+        flew.REQUIRES["published"] = ("main",)
+
+
+def test_cost_plan_lines_and_totals_by_hand():
+    from sdr import plan
+
+    p = _plan_parameters()
+    cost = flew.cost_plan(p)
+    table = cost.table()
+    assert cost.selected == ("main", "ablations", "seeds")
+    assert set(table["part"]) == {"main", "published", "ablations", "seeds"}  # no released line below paper
+    rate = plan.MEASURED_TOKENS_PER_S  # computed tokens a second on the measured H100
+    train = table[table["kind"] == "train"].set_index("what")
+    # 20 queries × 10 triplets, 1 epoch, batch 4 × 2: 25 steps; facet texts 64 tokens (the 120 assumed, capped)
+    assert train.loc["FLeW-bg (split abstracts)", "steps a run"] == 25
+    assert train.loc["FLeW-bg (split abstracts)", "GPU h H100"] == pytest.approx(200 * 3 * 64 / rate / 3600)
+    assert train.loc["FLeW-mt (published recipe)", "GPU h H100"] == pytest.approx(200 * 3 * 64 / rate / 3600)
+    assert train.loc["FLeW-rs w/o textual (full abstracts)", "GPU h H100"] == pytest.approx(200 * 3 * 64 / rate / 3600)
+    assert train.loc["FLeW-bg, seeds 2-2", "runs"] == 1
+    assert len(train) == 3 + 3 + 3 + 3  # main, published, w/o textual, one extra seed
+    lines = table.set_index("what")
+    # PBG: 50 repeated edges a query × 20 queries × 10 epochs at 32 of 768 dimensions, 3 subgraphs
+    pbg = 50 * 20 * 10 * (32 / 768) / (495_015 / 77.7) / 3600
+    assert lines.loc["PyTorch-BigGraph per facet subgraph", "CPU / network h"] == pytest.approx(3 * pbg)
+    # kNN: 20 queries over the background facet's 2.95 M papers × 20 / 216 K, 32 dimensions, 8.592e-10 s each
+    knn = 20 * (2_950_000 * 20 / 216_000) * 32 * 8.592e-10 / 3600
+    assert lines.loc["kNN bands in the background subgraph (flat FAISS)", "CPU / network h"] == pytest.approx(knn)
+    # the S2 fetch: 2 pages an anchor and 2 batch calls (ids, texts) at 1 request a second
+    assert lines.loc["S2 Graph API pages around the query list (s2ag_citations_flew)", "CPU / network h"] == \
+        pytest.approx((40 + 2) / 3600)
+    # the weight search: 3 interior grid points at step 0.25, 1 CPU h each (estimate)
+    assert lines.loc["FLeW's sum: weight search, 3 grid points × the supervised tasks", "CPU / network h"] == 3.0
+    totals = cost.totals()
+    h100 = "GPU h H100"
+    assert totals.loc["selected parts", h100] == pytest.approx(
+        table.loc[table["part"].isin(cost.selected), h100].sum())
+    assert totals.loc["whole chapter", h100] == pytest.approx(table[h100].sum())
+    assert totals.loc["whole chapter", h100] > totals.loc["selected parts", h100]  # published counted, not run
+
+
+def test_cost_plan_parts_follow_the_registry_and_the_parameters():
+    every = flew.cost_plan(_plan_parameters(parts="all", ablations=["without_textual", "without_structural"],
+                                            profile="paper", score_released_models=True, max_queries=0))
+    assert {w.part for w in every.work} == {"released", "main", "published", "ablations", "seeds"} == set(flew.PARTS)
+    released = [w.what for w in every.work if w.part == "released"]
+    assert sum("(released check)" in what for what in released) == \
+        len({c.label + c.benchmark for c in flew.RELEASED_CHECKS})
+    # the paper's sizes: 216 K queries × 10 triplets a facet
+    train = [w for w in every.work if w.kind == "train" and w.part == "main"]
+    assert [w.examples for w in train] == [2_160_000] * 3
+    # one leaderboard seed: no seeds line; no ablation asked: no ablations line
+    assert not [w for w in flew.cost_plan(_plan_parameters(leaderboard_seeds=1)).work if w.part == "seeds"]
+    assert not [w for w in flew.cost_plan(_plan_parameters(ablations=[], parts=["main"])).work
+                if w.part == "ablations"]
+
+
+def test_each_parts_t4_words_are_the_paper_plans():
+    from sdr.plan import chapter_cost_plan
+
+    cost = chapter_cost_plan("flew", "paper", {"parts": "all"})
+    totals = cost.totals()
+    for name, part in flew.PARTS.items():
+        hours = (totals.loc[name, "GPU h T4 (scaled)"], totals.loc[name, "CPU / network h"]) \
+            if name in totals.index else (0.0, 0.0)
+        assert part.t4 == flew.t4_words(*hours, part=name), name
+
+
+# ------------------------------------------------------------------------ released models first (issue 32)
+def test_released_checks_name_paper_rows_and_say_why_when_unasserted():
+    from sdr import released
+
+    values = released.expected_values(flew.RELEASED_CHECKS)
+    assert values[("malteos/scincl", "mdcr", "avg/map")] == 32.6  # FLeW Table 2, SciNCL's average
+    assert values[("allenai/specter", "scirepeval", "avg over the columns present")] == 58.42  # Table 1 Total AVG
+    assert values[("Miracle-dz/FLeW-split/background", "scirepeval", "avg over the columns present")] == 59.57
+    assert values[("Miracle-dz/FLeW-full/result", "scirepeval", "avg over the columns present")] == 58.30
+    for check in flew.RELEASED_CHECKS:
+        assert check.tolerance in (0.3, None) and check.pooling == "cls" and check.max_length == 512
+        assert (check.tolerance is None) == check.model.startswith("allenai/specter2")
+    assert {c.label for c in flew.RELEASED_CHECKS if c.subfolder} == {
+        f"Miracle-dz/FLeW-{kind}/{facet}" for kind in ("split", "full") for facet in flew.FACETS}
+
+
+def test_the_flew_stand_in_is_three_facet_encoders_the_chapter_finds(tmp_path):
+    from sdr.encoders import Encoder
+    from sdr.synthetic.models import write_stand_in
+
+    texts = ["Neural citation recommendation.", "We propose a method and report results."] * 10
+    folder = write_stand_in(tmp_path / "Miracle-dz__FLeW-split", "Miracle-dz/FLeW-split", texts, layers=1, hidden=16)
+    found = flew.released_facet_models(folder)
+    assert found == {f: folder / f for f in flew.FACETS} and not (folder / "config.json").exists()
+    vectors = [Encoder.load(str(found[f]), device="cpu", pooling="cls").encode_texts(texts[:1], progress=False)
+               for f in flew.FACETS]
+    assert not np.allclose(vectors[0], vectors[1])  # three encoders, not one copied
+
+
+@pytest.fixture(scope="module")
+def released_setting(tmp_path_factory, synthetic_corpus):
+    """Stand-ins of SPECTER and both FLeW releases, MDCR and SciRepEval replicas, and the dry run's expected
+    values of two checks (one asserted row each)."""
+    from sdr import dryrun, released
+    from sdr.synthetic.mdcr import write_mdcr
+    from sdr.synthetic.models import folder_name, write_stand_in
+    from sdr.synthetic.scirepeval import write_scirepeval
+
+    root = tmp_path_factory.mktemp("flew-released")
+    texts = [f"{p.title} {p.abstract}" for p in synthetic_corpus.papers.values()]
+    for number, name in enumerate(("allenai/specter", "Miracle-dz/FLeW-split", "Miracle-dz/FLeW-full")):
+        write_stand_in(root / "models" / folder_name(name), name, texts, layers=1, hidden=16, seed=number)
+    data = {"mdcr": write_mdcr(synthetic_corpus, root / "mdcr", seed=0, n_queries_per_field=2, progress=False),
+            "scirepeval": write_scirepeval(synthetic_corpus, root / "scirepeval_full", seed=0, n_queries=6,
+                                           progress=False)}
+    checks = [c for c in flew.RELEASED_CHECKS if (c.model, c.benchmark) == ("allenai/specter", "mdcr")
+              or c.label == "Miracle-dz/FLeW-split/method"]
+    dryrun.write_released_expected(root, checks, data)
+    assert (root / released.EXPECTED_FILE).exists()
+    return root, data, checks
+
+
+def _released_run(root, branches):
+    from sdr.synthetic.models import folder_name
+
+    data = SimpleNamespace(policy=SimpleNamespace(real_only=True), model_sources=[],
+                           model=lambda name: str(root / "models" / folder_name(name)))
+    return SimpleNamespace(p=SimpleNamespace(device="cpu"), parts=("released", "main"), runs_part=lambda n: True,
+                           data=data, caption=lambda *lines: "caption", branch=branches.append)
+
+
+def test_the_released_part_runs_in_the_dry_run_and_a_planted_mismatch_fails_it(released_setting, monkeypatch,
+                                                                                 tmp_path):
+    from sdr import datasets, released
+    from sdr.methods.flew import released_checks
+
+    root, data, checks = released_setting
+    monkeypatch.setattr(released_checks, "RELEASED_CHECKS", tuple(checks))
+    monkeypatch.setenv("SDR_DATA", str(root))
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")
+    inputs = SimpleNamespace(mdcr=SimpleNamespace(path=data["mdcr"]), scirepeval=SimpleNamespace(path=data["scirepeval"]))
+    branches = []
+    table = flew.released_models(_released_run(root, branches), inputs)
+    assert set(table["model"]) == {"allenai/specter", "Miracle-dz/FLeW-split/method"}
+    assert table["holds"].all() and (table["difference"].abs() < 1e-3).all(), table
+    assert branches == ["released checks asserted"]
+    # a planted mismatch: the expected Total AVG of the FLeW facet encoder off by 0.5
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    stored = json.loads((root / released.EXPECTED_FILE).read_text())
+    stored["Miracle-dz/FLeW-split/method|scirepeval|avg over the columns present"] += 0.5
+    (planted / released.EXPECTED_FILE).write_text(json.dumps(stored))
+    monkeypatch.setenv("SDR_DATA", str(planted))
+    with pytest.raises(ChapterCheckFailed, match="Miracle-dz/FLeW-split/method on scirepeval"):
+        flew.released_models(_released_run(root, []), inputs)
+
+
+def test_below_paper_the_released_part_reads_nothing(capsys):
+    run = SimpleNamespace(parts=("released", "main"), runs_part=lambda n: True,
+                          data=SimpleNamespace(policy=SimpleNamespace(real_only=False)))
+    assert flew.released_models(run, None).empty
+    assert "scored at the paper profile" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------ the published recipe (issue 37)
+def test_split_metadata_reader_takes_the_releases_lines_and_names_bad_ones(tmp_path):
+    path = tmp_path / "method_split_triplets_metadata.jsonl"
+    path.write_text(json.dumps({"corpus_id": 7, "title": "T", "abstract": "We propose X."}) + "\n"
+                    + json.dumps({"corpusid": "8", "title": "U", "method": ["A.", "B."]}) + "\n\n"
+                    + json.dumps({"paper_id": "9", "title": "V", "abstract": ""}) + "\n")
+    papers = flew.read_split_metadata(path, "method")
+    assert papers["7"].abstract == "We propose X." and papers["8"].abstract == "A. B." and papers["9"].abstract == ""
+    assert set(flew.read_split_metadata(path, "method", ids=["8"])) == {"8"}
+    path.write_text(json.dumps({"corpus_id": 7, "text": "x"}) + "\n")
+    with pytest.raises(ValueError, match=r"method_split_triplets_metadata.jsonl:1: expected a corpus id .* "
+                                         r"found keys \['corpus_id', 'text'\]"):
+        flew.read_split_metadata(path, "method")
+    path.write_text(json.dumps({"corpus_id": "abc", "title": "T", "abstract": "x"}) + "\n")
+    with pytest.raises(ValueError, match=":1: corpus_id 'abc' is not an S2 corpus id"):
+        flew.read_split_metadata(path, "method")
+    path.write_text("{not json\n")
+    with pytest.raises(ValueError, match=":1: not a JSON line"):
+        flew.read_split_metadata(path, "method")
+
+
+def test_split_metadata_replica_cuts_abstracts_by_the_planted_facets(synthetic_corpus, tmp_path):
+    from sdr.synthetic import s2_api
+
+    ids = s2_api.corpus_ids(synthetic_corpus)
+    from sdr.methods.flew.fixtures import write_split_metadata
+
+    write_split_metadata(synthetic_corpus, tmp_path, ids)
+    pid = sorted(synthetic_corpus.papers)[0]
+    paper = synthetic_corpus.papers[pid]
+    for facet in flew.FACETS:
+        read = flew.read_split_metadata(tmp_path / f"{facet}_split_triplets_metadata.jsonl", facet)
+        assert len(read) == len(synthetic_corpus.papers)
+        assert read[str(ids[pid])].abstract == " ".join(paper.metadata["facets"][facet])
+        assert read[str(ids[pid])].title == paper.title
+
+
+# ------------------------------------------------------------------------ fidelity (issue 37)
+def test_the_pairing_rule_sets_a_planted_non_matching_row_apart():
+    from sdr import book
+
+    paper = book.read_paper_table("flew_table1")
+    ours = pd.DataFrame({"total_avg": [60.0, 59.0, 58.0]}, index=["FLeW", "SPECTER (released)", "untrained encoder"])
+    setups = flew.row_setups(_paper_like_run(), ours.index, _official())
+    paired = flew.pair_with_paper(ours, paper, ["total_avg"], setups, "this book (paper)")
+    assert list(paired.paired["model"])[-3:] == ["FLeW", "SPECTER (released)", "untrained encoder"]
+    assert list(paired.paired["pairs with"])[-3:] == ["FLeW(ours)", "SPECTER", "SciBERT"]
+    assert paired.apart.empty
+    # planted: the same row read at 256 tokens, and another on a replica
+    planted = dict(setups, FLeW=flew.Setup(setups["FLeW"].data, setups["FLeW"].model,
+                                           "title [SEP] abstract, [CLS], 256 tokens"),
+                   **{"untrained encoder": flew.Setup("a replica of the benchmark", setups["FLeW"].model,
+                                                      setups["FLeW"].protocol)})
+    paired = flew.pair_with_paper(ours, paper, ["total_avg"], planted, "this book (paper)")
+    assert list(paired.apart.index) == ["FLeW", "untrained encoder"]
+    assert "protocol: title [SEP] abstract, [CLS], 256 tokens here" in paired.apart.loc["FLeW", "why apart"]
+    assert paired.apart.loc["untrained encoder", "why apart"].startswith("data: a replica of the benchmark here")
+    assert len(paired.paired) == len(paper) + 1
+
+
+def test_the_differences_list_states_every_setting_not_the_papers_and_a_planted_gap_fails():
+    from sdr.book.profiles import chapter_parameters
+
+    paper = SimpleNamespace(**{**{k: v for k, v in chapter_parameters("flew", "paper").items()},
+                               "accumulation_steps": 1})
+    assert flew.setting_differences(paper) == {}  # the paper profile's settings are the paper's
+    p = SimpleNamespace(**{**vars(paper), "batch_size": 8, "learning_rate": 1e-4, "model_name": "minilm",
+                           "pooling": "mean", "weight_step": 0.25})
+    item = SimpleNamespace(name="mdcr", real=False)
+    run = SimpleNamespace(p=p, data=SimpleNamespace(inputs={"mdcr": item}))
+    weights = pd.DataFrame({"task": ["Biomimicry", "RELISH", "SciDocs Cite"],
+                            "rule": ["held-out 20% of the train split", "no validation or train split: MDCR val",
+                                     "no validation or train split: MDCR val"]})
+    lines = flew.differences(run, None, weights=weights)
+    assert {"effective batch", "learning_rate", "model_name", "pooling"} == set(flew.setting_differences(p))
+    assert any(line.startswith("**Tuning:** ") and "Here 1 of Table 1's 19 columns" in line
+               and "2 (proximity and search)" in line for line in lines)
+    assert any("replicas stand in for mdcr" in line for line in lines)
+    flew.expect_differences_stated(lines, p)
+    planted = [line for line in lines if "learning_rate" not in line]  # a planted missing difference
+    with pytest.raises(ChapterCheckFailed, match=r"lacks \['learning_rate'\]"):
+        flew.expect_differences_stated(planted, p)
+
+
+def test_the_loss_check_needs_a_drop_above_the_measured_seed_spread():
+    """loss_margin (profiles.yml: above the spread of the probe-loss drop over training seeds at smoke): a drop of
+    0.05 is within that noise and fails; a rise (a sign-flipped loss) fails; the smoke runs' drops pass."""
+    from sdr.book import ChapterRun, Fit
+    from sdr.book.profiles import chapter_parameters
+
+    margin = chapter_parameters("flew", "smoke")["loss_margin"]
+    assert margin == 0.1
+
+    def training(drop):
+        fit = Fit("FLeW-bg", None, SimpleNamespace(steps=20), 0.87, 0.87 - drop, 160)
+        return SimpleNamespace(fits={"FLeW-bg": fit})
+
+    run = ChapterRun.__new__(ChapterRun)
+    run.p = SimpleNamespace(loss_margin=margin)
+    assert len(flew.expect_trained(run, training(0.23))) == 1
+    for drop in (0.05, -0.3):
+        with pytest.raises(ChapterCheckFailed, match="training did not lower the loss by more than 0.1"):
+            flew.expect_trained(run, training(drop))

@@ -196,24 +196,6 @@ def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
     CitationFetcher(folder, client, progress=False).fetch(anchors)
 
 
-def write_flew_triplets(folder: Path, fixture: FixtureCorpus) -> None:
-    """FLeW's released triplets (corpus ids) for the training part's papers with an edge in every facet."""
-    from sdr.synthetic.s2_api import write_flew_triplets as write
-
-    write(fixture.train, folder, ids=fixture.corpus_ids, seed=fixture.seed)
-
-
-def write_s2ag_citations_flew(folder: Path, fixture: FixtureCorpus) -> None:
-    """FLeW's citation graph as its fetch builds it: anchors are the released query list (corpus ids), resolved
-    through /paper/batch, then every link page, by the real fetcher from the synthetic Graph API."""
-    from sdr.fetchers.http import Client
-    from sdr.fetchers.semantic_scholar import fetch_dataset
-    from sdr.synthetic.s2_api import shared_queries
-
-    anchors = [f"CorpusId:{fixture.corpus_ids[q]}" for q in shared_queries(fixture.train.graph)]
-    client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train, fixture.corpus_ids),
-                    sleep=lambda s: None)
-    fetch_dataset(datasets.get("s2ag_citations_flew"), folder, progress=False, client=client, anchors=anchors)
 
 
 def write_scirepeval_registry(folder: Path, fixture: FixtureCorpus) -> None:
@@ -288,8 +270,11 @@ WRITERS = {
     "scicite": copy_fixture("scicite", (("dev.jsonl", "dev.jsonl"), ("dev.jsonl", "test.jsonl"))),
     "s2orc_sample": copy_fixture("s2orc", (("metadata.jsonl", "metadata/sample.jsonl"),)),
     "s2_citations_thesis": lambda folder, fixture: _method("sciaspect").write_dry_run_citations(folder, fixture),
-    "flew_triplets": write_flew_triplets,
-    "s2ag_citations_flew": write_s2ag_citations_flew,
+    # FLeW's: a graph of > 4,000 papers so its bands are not scaled (sdr.methods.flew.fixtures)
+    "flew_triplets": lambda folder, fixture: _method("flew.fixtures").write_dry_run_triplets(folder, fixture),
+    "s2ag_citations_flew": lambda folder, fixture: _method("flew.fixtures").write_dry_run_citations(folder, fixture),
+    "flew_split_metadata": lambda folder, fixture: _method("flew.fixtures").write_dry_run_split_metadata(folder,
+                                                                                                          fixture),
     "scirepeval": write_scirepeval_registry,
     "s2orc_specter": write_s2orc_specter,
     "scidocs_specter_embeddings": lambda folder, fixture: __import__(  # the Benchmarks chapter's fixture
@@ -343,13 +328,13 @@ def write_released_expected(mirror: Path, checks, data_dirs) -> Path:
     path = mirror / released.EXPECTED_FILE
     stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     for check in checks:
-        folder = mirror / MODELS_FOLDER / folder_name(check.model)
+        folder = mirror / MODELS_FOLDER / folder_name(check.model) / check.subfolder
         data = Path(data_dirs[check.benchmark])
         encoder = embed.load_model(str(folder), max_length=check.max_length, pooling=check.pooling, device="cpu")
         inputs = embed.benchmark_inputs(check.benchmark, data, encoder, check.csfcube_queries)
         vectors = released.plain_embeddings(folder, inputs.texts, check.pooling, check.max_length)
         result, _ = suite.score(inputs, vectors)
-        for metric, value in released.flat_metrics(check.benchmark, result).items():
+        for metric, value in released.check_metrics(check, result).items():
             stored[released.expected_key(check, metric)] = value
     path.write_text(json.dumps(stored, indent=1, sort_keys=True), encoding="utf-8")
     return path

@@ -34,8 +34,10 @@ import numpy as np
 BENCHMARKS = ("csfcube", "csabstruct", "pubmed_rct", "scidocs", "mdcr", "scirepeval", "paragraphs")
 """Every benchmark ``sdr embed`` and ``sdr evaluate all`` know, in the order ``evaluate all`` scores them."""
 DATASET_OF = {"csfcube": "csfcube", "csabstruct": "csabstruct", "pubmed_rct": "pubmed_rct", "scidocs": "scidocs",
-              "mdcr": "mdcr", "scirepeval": "scirepeval", "paragraphs": None}
-"""The :mod:`sdr.datasets` entry each benchmark's data is located by (None: the data must be given)."""
+              "mdcr": "mdcr", "scirepeval": "scirepeval_full", "paragraphs": None}
+"""The :mod:`sdr.datasets` entry each benchmark's data is located by (None: the data must be given). SciRepEval's is
+``scirepeval_full``, the evaluation sets with their task registry: the ``scirepeval`` entry holds the registry and
+training samples alone, no test data to score."""
 CSFCUBE_QUERIES = ("abstract", "facet")
 
 

@@ -188,7 +188,7 @@ MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512
 MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * 198  # that run's texts: 198 tokens on average
 """Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
 
-KINDS = ("train", "encode", "graph", "knn", "svm", "fetch")
+KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "text")  # text: CPU text work (a sentence splitter)
 
 
 from dataclasses import dataclass, field  # noqa: E402
@@ -217,8 +217,8 @@ class Work:
 
     ``kind`` is one of :data:`KINDS`. ``train`` lines give examples, epochs, the effective batch, texts per example
     and tokens per text (GPU hours from the measured training throughput); ``encode`` lines the texts embedded per
-    run and tokens per text; ``graph``/``knn``/``svm`` lines their ``hours`` per run on ``hours_on`` (a CPU or a
-    GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
+    run and tokens per text; ``graph``/``knn``/``svm``/``text`` lines their ``hours`` per run on ``hours_on`` (a CPU
+    or a GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
     ``requests_per_s``), and, where ``bytes_per_s`` is given, the bytes' transfer time at that bandwidth (an
     assumption ``how`` states)."""
 
@@ -274,7 +274,7 @@ class Work:
             if self.bytes_per_s and self.download_bytes:
                 seconds += self.download_bytes / self.bytes_per_s
             return self.runs * seconds / 3600
-        if self.kind in ("graph", "knn", "svm") and self.hours_on == "CPU":
+        if self.kind in ("graph", "knn", "svm", "text") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
 
@@ -391,6 +391,8 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     from sdr.book import paths
     from sdr.book.profiles import chapter_parameters
     from sdr.parameters import parameter_specs
+
+    import ast
 
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
     # the defaults as values (papermill's inspection gives their source text: '"mean"', not 'mean')

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +39,7 @@ EXPECTED_FILE = "released_expected.json"
 def expected_key(check, metric: str) -> str:
     """A check's expected value in the dry-run mirror: model, benchmark, how the model reads a text (pooling, input
     length, query form) and metric, so two chapters scoring one model differently never share a value."""
-    return "|".join(map(str, (check.model, check.benchmark, check.pooling, check.max_length, check.csfcube_queries,
+    return "|".join(map(str, (check.label, check.benchmark, check.pooling, check.max_length, check.csfcube_queries,
                               metric)))
 
 
@@ -60,6 +60,13 @@ class ReleasedCheck:
         adapter: any adapter or prompt the paper used with the model (recorded on the row).
         table_ref: the paper table's ``table`` value of the row, where ``paper_model`` names rows of several of
             its tables (thesis_mdcr.csv has SciNCL in Tables 6.8 and 6.9); empty: the name alone is unique.
+        subfolder: where the scored model lies inside the released checkpoint, for a release of several encoders
+            (FLeW's three facet encoders); its rows and expected values are named ``model/subfolder``
+            (:attr:`label`).
+        paper_where: more ``(column, value)`` conditions that pick the one paper row (a table with one row per
+            model and field, e.g. FLeW's Table 2: ``(("field", "Avg"),)``).
+        columns: a function of the evaluator's result giving more metrics than :func:`flat_metrics` (a paper's
+            own columns, e.g. FLeW Table 1's from a SciRepEval result); :func:`check_metrics` adds them.
     """
 
     model: str
@@ -74,12 +81,22 @@ class ReleasedCheck:
     adapter: str = ""
     csfcube_queries: str = "abstract"
     table_ref: str = ""
+    subfolder: str = ""
+    paper_where: tuple[tuple[str, str], ...] = ()
+    columns: Callable[[Mapping], Mapping[str, float]] | None = None
 
     def __post_init__(self):
         if self.tolerance is None and not self.unasserted_because:
-            raise ValueError(f"{self.model} on {self.benchmark}: an unasserted row says why (unasserted_because)")
+            raise ValueError(f"{self.label} on {self.benchmark}: an unasserted row says why (unasserted_because)")
         if not self.metrics:
-            raise ValueError(f"{self.model} on {self.benchmark}: no metric to compare")
+            raise ValueError(f"{self.label} on {self.benchmark}: no metric to compare")
+        if self.subfolder and (self.subfolder.startswith(("/", ".")) or ".." in self.subfolder):
+            raise ValueError(f"{self.model}: subfolder {self.subfolder!r} must be a relative folder inside the release")
+
+    @property
+    def label(self) -> str:
+        """The scored model's name: ``model``, or ``model/subfolder`` for one encoder of a multi-encoder release."""
+        return f"{self.model}/{self.subfolder}" if self.subfolder else self.model
 
 
 def flat_metrics(benchmark: str, result: Mapping) -> dict[str, float]:
@@ -107,9 +124,20 @@ def flat_metrics(benchmark: str, result: Mapping) -> dict[str, float]:
     return flat
 
 
+def check_metrics(check: ReleasedCheck, result: Mapping) -> dict[str, float]:
+    """The metrics a check can compare: :func:`flat_metrics` of its benchmark's result, and the check's own
+    ``columns`` of it (a paper's columns) where it has them."""
+    metrics = flat_metrics(check.benchmark, result)
+    if check.columns is not None:
+        metrics.update({k: float(v) for k, v in check.columns(result).items()
+                        if not (isinstance(v, float) and math.isnan(v))})
+    return metrics
+
+
 def expected_values(checks: Iterable[ReleasedCheck], mirror: str | Path | None = None) -> dict[tuple, float]:
-    """``{(model, benchmark, metric): value}`` the checks compare with: the papers' (their tables), or, in the
-    paper dry run, the mirror's :data:`EXPECTED_FILE` (see the module docstring)."""
+    """``{(model label, benchmark, metric): value}`` the checks compare with: the papers' (their tables), or, in
+    the paper dry run, the mirror's :data:`EXPECTED_FILE` (see the module docstring). The label is the model's
+    name, or ``model/subfolder`` (:attr:`ReleasedCheck.label`)."""
     from sdr import book, datasets
 
     checks = list(checks)
@@ -125,7 +153,7 @@ def expected_values(checks: Iterable[ReleasedCheck], mirror: str | Path | None =
                 key = expected_key(check, metric)
                 if key not in stored:
                     raise KeyError(f"{path}: no expected value {key!r}")
-                values[(check.model, check.benchmark, metric)] = float(stored[key])
+                values[(check.label, check.benchmark, metric)] = float(stored[key])
         return values
     values = {}
     for check in checks:
@@ -133,12 +161,34 @@ def expected_values(checks: Iterable[ReleasedCheck], mirror: str | Path | None =
         row = table[table["model"] == check.paper_model]
         if check.table_ref:
             row = row[row["table"] == check.table_ref]
+        for column, value in check.paper_where:
+            row = row[row[column].astype(str) == str(value)]
         if len(row) != 1:
+            where = "".join(f", {column} {value!r}" for column, value in check.paper_where)
             raise ValueError(f"data/paper_tables/{check.paper_table}.csv: {len(row)} rows named {check.paper_model!r}"
-                             + (f" in {check.table_ref}" if check.table_ref else ""))
+                             + (f" in {check.table_ref}" if check.table_ref else "") + where)
         for metric, column in check.metrics.items():
-            values[(check.model, check.benchmark, metric)] = float(row[column].iloc[0])
+            values[(check.label, check.benchmark, metric)] = float(row[column].iloc[0])
     return values
+
+
+def checkpoint_folder(location: str | Path, subfolder: str = "") -> str:
+    """Where a released model loads from: ``location`` (a Hub name or a folder), or its ``subfolder`` (a folder's
+    own, or inside the Hub snapshot in the local cache, which a ``paper`` run fetched before starting); a missing
+    sub-folder is an error naming the release and what it holds."""
+    if not subfolder:
+        return str(location)
+    folder = Path(location)
+    if not folder.is_dir():
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(str(location), local_files_only=True))
+    target = folder / subfolder
+    if not (target / "config.json").exists():
+        held = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("config.json"))[:12]
+        raise FileNotFoundError(f"{location}: no model in {subfolder!r} ({target / 'config.json'} missing); the "
+                                f"release holds config.json in {held}")
+    return str(target)
 
 
 def score_released(checks: Sequence[ReleasedCheck], data_dirs: Mapping[str, str | Path], *, device: str = "auto",
@@ -148,30 +198,36 @@ def score_released(checks: Sequence[ReleasedCheck], data_dirs: Mapping[str, str 
     (``sdr evaluate all``'s path, cached) and return one row per (model, benchmark, metric): ours, the paper's (or
     the dry run's expected value), the difference, the tolerance and whether it holds, with the reading settings.
 
-    ``load_as`` maps a model name to the folder it loads from (``ChapterData.model``: a stand-in in the dry run)."""
+    ``load_as`` maps a model name to the folder it loads from (``ChapterData.model``: a stand-in in the dry run),
+    or a check's :attr:`~ReleasedCheck.label` to its own folder (one encoder of a multi-encoder release, located by
+    the chapter); otherwise a check's ``subfolder`` is looked up in the model's folder."""
     from sdr.evaluate import suite
 
     load_as = dict(load_as or {})
     expected = expected_values(checks)
     groups: dict[tuple, list[ReleasedCheck]] = {}
     for check in checks:
-        groups.setdefault((check.model, check.pooling, check.max_length, check.csfcube_queries), []).append(check)
+        groups.setdefault((check.model, check.subfolder, check.pooling, check.max_length, check.csfcube_queries),
+                          []).append(check)
     rows = []
-    for (model, pooling, max_length, queries), group in groups.items():
+    for (model, subfolder, pooling, max_length, queries), group in groups.items():
+        label = group[0].label
+        location = load_as.get(label) if subfolder and label in load_as else \
+            checkpoint_folder(load_as.get(model, model), subfolder)
         benchmarks = list(dict.fromkeys(check.benchmark for check in group))
-        outcome = suite.evaluate_model(load_as.get(model, model), benchmarks,
+        outcome = suite.evaluate_model(str(location), benchmarks,
                                        {b: data_dirs[b] for b in benchmarks if b in data_dirs},
                                        max_length=max_length, pooling=pooling, device=device, batch_size=batch_size,
                                        csfcube_queries=queries, cache=cache)
         for check in group:
-            ours = flat_metrics(check.benchmark, outcome["benchmarks"][check.benchmark]["result"])
+            ours = check_metrics(check, outcome["benchmarks"][check.benchmark]["result"])
             for metric, column in check.metrics.items():
                 if metric not in ours:
-                    raise KeyError(f"{model} on {check.benchmark}: the evaluator gave no {metric!r}; it has "
+                    raise KeyError(f"{label} on {check.benchmark}: the evaluator gave no {metric!r}; it has "
                                    f"{sorted(ours)[:12]}")
-                paper = expected[(model, check.benchmark, metric)]
+                paper = expected[(label, check.benchmark, metric)]
                 difference = ours[metric] - paper
-                rows.append({"model": model, "benchmark": check.benchmark, "metric": metric, "ours": ours[metric],
+                rows.append({"model": label, "benchmark": check.benchmark, "metric": metric, "ours": ours[metric],
                              "paper": paper, "difference": difference, "tolerance": check.tolerance,
                              "holds": None if check.tolerance is None else bool(abs(difference) <= check.tolerance),
                              "paper row": f"{check.paper_table}: "
@@ -300,11 +356,12 @@ def plain_embeddings(folder: str | Path, texts: Mapping[str, str], pooling: str,
 
 # ------------------------------------------------------------------------------------ a chapter's released part
 def released_part(run, checks: Sequence[ReleasedCheck], data_dirs: Mapping[str, str | Path],
-                  batch_size: int = 32) -> pd.DataFrame:
+                  batch_size: int = 32, load_as: Mapping[str, str | Path] | None = None) -> pd.DataFrame:
     """A chapter's ``released`` part, its first output at ``paper``: the checks' models scored (cached), shown
     beside the papers' numbers, and the asserted rows held to their tolerance before anything trains. At smoke and
     real the released checkpoints are not read (they are the papers' models, downloaded at ``paper``): an empty
-    table and one line saying so."""
+    table and one line saying so. ``load_as``: folders the chapter located itself (by model name or check label,
+    :func:`score_released`), beside ``ChapterData.model`` of every check's model."""
     from IPython.display import display
 
     if not checks or not run.runs_part("released"):
@@ -313,7 +370,7 @@ def released_part(run, checks: Sequence[ReleasedCheck], data_dirs: Mapping[str, 
         print("released models: scored at the paper profile (their checkpoints and the papers' benchmarks are "
               "downloaded there)")
         return pd.DataFrame()
-    load_as = {check.model: run.data.model(check.model) for check in checks}
+    load_as = {**{check.model: run.data.model(check.model) for check in checks}, **dict(load_as or {})}
     table = score_released(checks, data_dirs, load_as=load_as, device=getattr(run.p, "device", "auto"),
                            batch_size=batch_size)
     print(run.caption(*run.data.model_sources))

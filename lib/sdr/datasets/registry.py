@@ -443,7 +443,7 @@ S2_CITATIONS_THESIS = Dataset(
 
 # FLeW's released training data (the paper's footnote 1: huggingface.co/collections/Miracle-dz/flew-…): per facet
 # the sampled triplets as S2 corpus ids (query_paper_id,positive_id,negative_id; 10 per query), and the triplet
-# papers' metadata (full and split abstracts, 1.6-4.5 GB a file; not fetched: the chapter reads texts from S2).
+# papers' metadata (full and split abstracts, 1.6-4.5 GB a file; the split ones are flew_split_metadata below).
 _FLEW_DATA = "https://huggingface.co/datasets/Miracle-dz/FLeW-data/resolve/main"
 FLEW_TRIPLETS = Dataset(
     name="flew_triplets",
@@ -454,10 +454,28 @@ FLEW_TRIPLETS = Dataset(
     source="https://huggingface.co/datasets/Miracle-dz/FLeW-data (commit 3a30d80; FLeW footnote 1)",
     files=tuple(DataFile(f"{facet}_training_triplet.csv", f"{_FLEW_DATA}/{facet}_training_triplet.csv")
                 for facet in ("background", "method", "result")),
-    manual="the triplet papers' metadata (<facet>_{full,split}_triplets_metadata.jsonl, 1.6-4.5 GB each) is in "
-           "the same repository and is not needed here",
+    manual="the triplet papers' split abstracts are the dataset flew_split_metadata; the full-abstract metadata "
+           "(<facet>_full_triplets_metadata.jsonl) is not read",
     label="FLeW's released triplets (Miracle-dz/FLeW-data)",
     size="170 MB",
+)
+
+# The same repository's per-facet metadata of the triplets' papers with the abstract cut to the facet by FLeW's
+# LLM splitter (the published recipe's training texts; issue 37). Its record layout is not documented: the reader
+# (sdr.methods.flew.read_split_metadata) takes a corpus id, a title and an abstract per line and stops, naming the
+# file, the line and the keys it found, on anything else.
+FLEW_SPLIT_METADATA = Dataset(
+    name="flew_split_metadata",
+    folder="flew_split_metadata",
+    description="FLeW's released metadata of the triplets' papers per facet with the LLM-split abstracts "
+                "(<facet>_split_triplets_metadata.jsonl: title and abstract[x] by S2 corpus id)",
+    licence="Apache-2.0 (Miracle-dz/FLeW-data)",
+    source="https://huggingface.co/datasets/Miracle-dz/FLeW-data (FLeW footnote 1)",
+    files=tuple(DataFile(f"{facet}_split_triplets_metadata.jsonl",
+                         f"{_FLEW_DATA}/{facet}_split_triplets_metadata.jsonl")
+                for facet in ("background", "method", "result")),
+    label="FLeW's released split abstracts (Miracle-dz/FLeW-data)",
+    size="1.6-4.5 GB a file",
 )
 
 S2AG_CITATIONS_FLEW = Dataset(
@@ -516,7 +534,8 @@ DATASETS: dict[str, Dataset] = {
     for d in (
         _csfcube(), CSABSTRUCT, PUBMED_RCT, CFS3, CF_SENTENCES, SCIDOCS, SCIDOCS_SPECTER_EMBEDDINGS, MDCR, SCIREPEVAL, SCIREPEVAL_FULL,
         SCICITE, SCICITE_FULL, ACL_ARC, S2ORC_SAMPLE, SPECTER_SAMPLE, SPECTER_TRAINING, ACADEMIC_PHRASEBANK,
-        SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, FLEW_TRIPLETS, S2AG_CITATIONS_FLEW,
+        SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, FLEW_TRIPLETS, FLEW_SPLIT_METADATA,
+        S2AG_CITATIONS_FLEW,
         S2ORC_SPECTER,
     )
 }
@@ -552,7 +571,9 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
     # flew_triplets first: the S2 fetch of FLeW's graph takes its anchors (the query list) from it
-    "flew": ("flew_triplets", "s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube"),
+    # flew_split_metadata: the published recipe's training texts (its `published` part)
+    "flew": ("flew_triplets", "s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube",
+             "flew_split_metadata"),
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
     "summary": (),
 }

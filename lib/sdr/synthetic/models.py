@@ -29,6 +29,7 @@ class StandIn:
     family: str  # "bert" (WordPiece) or "roberta" (byte-level BPE)
     sentence_transformers: bool = False
     pooling: str = "mean"
+    subfolders: tuple[str, ...] = ()  # a release of several encoders: one stand-in per sub-folder, none at the top
 
 
 #: The released models the chapters read at ``paper`` → their stand-in (architecture family of the released
@@ -39,8 +40,10 @@ STAND_INS = {
     "allenai/specter": StandIn("bert"),
     "malteos/scincl": StandIn("bert"),
     "allenai/specter2_base": StandIn("bert"),
-    "Miracle-dz/FLeW-split": StandIn("bert"),
-    "Miracle-dz/FLeW-full": StandIn("bert"),
+    # FLeW's releases hold three facet encoders; their layout could not be checked from here (the chapter's
+    # sdr.methods.flew.released_facet_models accepts one sub-folder per facet): the stand-in has one folder each
+    "Miracle-dz/FLeW-split": StandIn("bert", subfolders=("background", "method", "result")),
+    "Miracle-dz/FLeW-full": StandIn("bert", subfolders=("background", "method", "result")),
     "kaisugi/scitoricsbert": StandIn("bert"),
     "bert-base-uncased": StandIn("bert"),
     "microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext": StandIn("bert"),
@@ -87,17 +90,32 @@ def write_stand_in(folder: str | Path, name: str, texts: Iterable[str], *, layer
     """Write the stand-in of released model ``name`` into ``folder`` (see the module docstring) and return it.
 
     ``texts`` train the tokenizer (the fixture's titles and abstracts); the model is a ``layers``-layer, ``hidden``-
-    wide random model of the family, seeded by ``seed``."""
-    import torch
-    from transformers import (BertConfig, BertModel, BertTokenizerFast, RobertaConfig, RobertaModel,
-                              RobertaTokenizerFast)
-
+    wide random model of the family, seeded by ``seed``. A release of several encoders (``subfolders``) gets one
+    such model per sub-folder, each with its own seed."""
     spec = stand_in_for(name)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     texts = [t for t in texts if t and t.strip()]
     if not texts:
         raise ValueError(f"write_stand_in {name}: no texts to train its tokenizer on")
+    if spec.subfolders:
+        for number, subfolder in enumerate(spec.subfolders):
+            _write_one(folder / subfolder, name, spec, texts, layers, hidden, heads, vocab_size,
+                       seed + 101 * (number + 1))
+        (folder / "STAND_IN.md").write_text(
+            f"A tiny random stand-in of {name}: {len(spec.subfolders)} encoders in {', '.join(spec.subfolders)}, "
+            "written by sdr.synthetic.models for the paper dry run: their numbers mean nothing.\n")
+        return folder
+    return _write_one(folder, name, spec, texts, layers, hidden, heads, vocab_size, seed)
+
+
+def _write_one(folder: Path, name: str, spec: StandIn, texts: list[str], layers: int, hidden: int, heads: int,
+               vocab_size: int, seed: int) -> Path:
+    import torch
+    from transformers import (BertConfig, BertModel, BertTokenizerFast, RobertaConfig, RobertaModel,
+                              RobertaTokenizerFast)
+
+    folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     common = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                   intermediate_size=hidden * 4, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)

@@ -42,7 +42,7 @@ __all__ = ["FACET_ENCODERS", "SUM_NAME", "Ablation", "ABLATIONS", "chosen_ablati
            "FacetSplitter", "facet_splitter", "SplitterScores", "OURS_SPLITTER", "BASELINE_SPLITTER", "splitter_scores", "check_splitter",
            "CSFCubeAgreement", "csfcube_agreement", "split_example", "FacetGraph", "facet_subgraphs",
            "QueryList", "shared_query_list", "Sampling", "structural_sampling", "expect_link_prediction",
-           "FacetTraining", "train_facet_encoders", "heldout_scores", "expect_heldout_gain"]
+           "FacetTraining", "train_facet_encoders", "expect_trained", "heldout_scores", "expect_heldout_gain"]
 
 #: The three facet encoders (§3.3) by facet: their names on the page, in the results and on the leaderboard.
 FACET_ENCODERS = {"background": "FLeW-bg", "method": "FLeW-mt", "result": "FLeW-rs"}
@@ -152,6 +152,10 @@ def chapter_inputs(run) -> SimpleNamespace:
     from sdr.synthetic.sentences import write_csabstruct
     from sdr.synthetic.split import split_corpus
 
+    from sdr.methods.flew.fixtures import write_split_metadata
+    from sdr.methods.flew.parts import check_parts
+
+    check_parts(run)
     p, data = run.p, run.data
     parts = data.lazy("the synthetic corpus behind the replicas",
                       lambda: split_corpus(make_corpus(n_papers=p.n_papers, seed=p.seed), p.eval_fraction, seed=p.seed))
@@ -160,6 +164,10 @@ def chapter_inputs(run) -> SimpleNamespace:
                           replica=lambda folder: s2_api.write_flew_triplets(parts()[0], folder, seed=p.seed),
                           replica_source=f"FLeW-style triplet files of the training part of the {replica_of} "
                                          "(query list: papers with an edge in every facet subgraph)")
+    split_metadata = data.input(
+        "flew_split_metadata", role="training",
+        replica=lambda folder: write_split_metadata(parts()[0], folder, s2_api.corpus_ids(parts()[0])),
+        replica_source=f"split abstracts of the training part of the {replica_of}, cut by its planted facets")
     citations = data.input("s2ag_citations_flew", role="training",
                            replica=lambda folder: s2_api.write_citation_pages(parts()[0], folder),
                            replica_source=f"Semantic Scholar citation pages of the training part of the {replica_of}, "
@@ -188,24 +196,28 @@ def chapter_inputs(run) -> SimpleNamespace:
                                                                          pool_size=24, seed=p.seed),
                          replica_source="CSFCube replica of the evaluation part (12 query papers)")
     return SimpleNamespace(triplets=triplets, citations=citations, csabstruct=csabstruct, mdcr=mdcr,
-                           scirepeval=scirepeval, registry=registry, csfcube=csfcube,
+                           scirepeval=scirepeval, registry=registry, csfcube=csfcube, split_metadata=split_metadata,
                            tasks=registry.file("scirepeval_tasks.jsonl"), released=_released_models(run))
 
 
 def _released_models(run) -> dict[str, dict | str]:
-    """The released encoders to score: a baseline's name → where it loads from; a FLeW checkpoint's name → its
-    three facet encoders' folders (in the paper dry run every Hub model is the offline MiniLM stand-in)."""
+    """The released encoders to score (part ``released``): a baseline's name → where it loads from; a FLeW
+    checkpoint's name → its three facet encoders' folders (in the paper dry run, their stand-ins in the released
+    layout; the offline MiniLM where the mirror has none)."""
     from sdr import datasets
 
-    names = datasets.CHAPTER_MODELS["flew"] if run.p.score_released_models else ()
+    names = datasets.CHAPTER_MODELS["flew"] if run.p.score_released_models and "released" in run.parts else ()
     unknown = [name for name in names if name not in RELEASED_BASELINES and name not in RELEASED_FLEW]
     if unknown:
         raise ValueError(f"sdr.datasets.CHAPTER_MODELS['flew'] names {unknown}, which neither RELEASED_BASELINES nor "
                          "RELEASED_FLEW of sdr.methods.flew labels")
     located = {name: run.data.model(name) for name in names}
-    return {name: (where if name not in RELEASED_FLEW else dict.fromkeys(FACETS, where) if where == "minilm"
-                   else {f: str(folder) for f, folder in released_facet_models(where).items()})
-            for name, where in located.items()}
+    found = {name: (where if name not in RELEASED_FLEW else dict.fromkeys(FACETS, where) if where == "minilm"
+                    else {f: str(folder) for f, folder in released_facet_models(where).items()})
+             for name, where in located.items()}
+    if any(located[name] != "minilm" for name in RELEASED_FLEW if name in located):
+        run.branch("released FLeW checkpoints read as three facet encoders")
+    return found
 
 
 def _encoder(run, name: str | None = None, layers: int | None = None, pooling: str | None = None):
@@ -416,6 +428,8 @@ def shared_query_list(run, inputs) -> QueryList:
     found = [paper_of[q] for q in ids if q in paper_of]
     order = [found[i] for i in np.random.default_rng(p.seed).permutation(len(found))]
     train = order[:p.max_queries] if p.max_queries else order
+    if len(train) == len(order):
+        run.branch("every query of the list trained (nothing held out)")
     return QueryList(ids, found, train, order[len(train):], table)
 
 
@@ -455,6 +469,8 @@ def structural_sampling(run, graph: FacetGraph, queries: QueryList) -> Sampling:
     embeddings = embed_facet_subgraphs(graph.graph, config, nodes=nodes)
     bands = scincl.scaled_bands(len(nodes), bands=FLEW_BANDS)
     print("bands:", bands.describe())
+    if bands == FLEW_BANDS:
+        run.branch("FLeW bands unscaled (k⁻hard 4000)")
     sampled, coverage = facet_triplets(embeddings, graph.graph, bands, queries=queries.train, seed=p.seed)
     triplets, rows = {}, []
     for facet in FACETS:
@@ -489,7 +505,8 @@ def expect_link_prediction(sampling: Sampling, min_auc: float = LINK_PREDICTION_
 @dataclass
 class FacetTraining:
     """The chapter's training: the papers cut by facet, every run's (triplets, papers), their fits by page name,
-    and how to train one more (another seed of a facet encoder)."""
+    the weighted sums of their facet encoders, and how to train one more (another seed of a facet encoder, the
+    published recipe's encoders)."""
 
     run: object
     key: dict
@@ -497,15 +514,18 @@ class FacetTraining:
     split_papers: dict
     runs: dict
     fits: dict = field(default_factory=dict)
+    sums: dict = field(default_factory=dict)  # a tuned sum's name → {facet: the run it sums}
 
-    def fit(self, name: str, seed: int) -> Fit:
+    def fit(self, name: str, seed: int, data: Sequence[str] = ()) -> Fit:
         """A fresh base encoder trained on the triplets of run ``name`` with the training seed ``seed`` (the data
-        stay fixed), checkpointed in ``<run folder of seed>/<name as a slug>``."""
+        stay fixed), checkpointed in ``<run folder of seed>/<name as a slug>``; ``data``: the source lines of inputs
+        the run reads beyond the chapter's (they key its folder too)."""
         from sdr.methods.specter import train_on_triplets
 
         triplets, papers = self.runs[name]
         encoder = _encoder(self.run)
-        folder = book.run_dir("flew", self.run.profile, {**self.key, "seed": seed})
+        folder = book.run_dir("flew", self.run.profile, {**self.key, "seed": seed,
+                                                         **({"more data": list(data)} if data else {})})
         slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
         result, stats = train_on_triplets(encoder, triplets, papers, dataclasses.replace(self.config, seed=seed),
                                           output_dir=folder / slug, resume=self.run.p.resume)
@@ -526,18 +546,18 @@ def train_facet_encoders(run, inputs, graph: FacetGraph, queries: QueryList, sam
                          split: FacetSplitter) -> FacetTraining:
     """Cut the triplets' abstracts by facet (:func:`facet_papers`; a paper without a sentence of the facet keeps its
     title alone), then train one fresh encoder per facet on its own triplets with ``title [SEP] abstract[x]``
-    (SPECTER's objective: triplet loss, L2, margin 1), and the runs of the ablations asked for (:data:`ABLATIONS`).
-    At ``paper`` every run (with the leaderboard's extra seeds) is planned before the first starts.
+    (SPECTER's objective: triplet loss, L2, margin 1), and the runs of the ablations asked for (:data:`ABLATIONS`,
+    when the ``ablations`` part runs). Every run is in the cost plan the chapter printed before its first step
+    (``run.show_plan()``).
 
     Shown in: notebooks/flew.ipynb, 3. Three facet encoders."""
-    from sdr.methods.specter import leaderboard_seeds
     from sdr.train import TrainConfig
 
     p = run.p
     if p.leaderboard_seeds > 1 and not p.csfcube_eval:
         raise ValueError(f"leaderboard_seeds = {p.leaderboard_seeds} needs csfcube_eval: FLeW's leaderboard rows are "
                          "CSFCube's")
-    ablations = chosen_ablations(p.ablations)
+    ablations = chosen_ablations(p.ablations) if p.ablations and run.runs_part("ablations") else {}
     needed = sorted({pid for triplets in sampling.triplets.values() for t in triplets
                      for pid in (t.query, t.positive, t.negative)})
     split_papers, report = facet_papers(graph.papers, split.splitter, ids=needed)
@@ -550,17 +570,40 @@ def train_facet_encoders(run, inputs, graph: FacetGraph, queries: QueryList, sam
     runs = {FACET_ENCODERS[f]: (sampling.triplets[f], split_papers[f]) for f in FACETS}
     for ablation in ablations.values():
         runs.update(ablation.encoders(graph, queries, sampling, p.seed))
-    training = FacetTraining(run, key, config, split_papers, runs)
-    seeds = leaderboard_seeds(p.seed, max(1, p.leaderboard_seeds))
-    run.data.plan([dict(name=f"{name} · seed {run_seed}", examples=len(triplets), epochs=p.epochs,
-                        effective_batch=p.batch_size * p.accumulation_steps, texts_per_example=3,
-                        tokens_per_text=p.max_length)
-                   for name, (triplets, _) in runs.items()
-                   for run_seed in (seeds if name in FACET_ENCODERS.values() else [p.seed])])
+    training = FacetTraining(run, key, config, split_papers, runs, sums={SUM_NAME: dict(FACET_ENCODERS)})
+    for ablation in ablations.values():
+        if ablation.weighted_sum:
+            training.sums[ablation.weighted_sum] = dict(ablation.members)
     for name in runs:
         training.fits[name] = training.fit(name, p.seed)
+    if set(ablations) == set(ABLATIONS):
+        run.branch("ablations trained (w/o textual, w/o structural)")
     print("device plan:", training.fits[FACET_ENCODERS["background"]].encoder.plan.describe())
     return training
+
+
+def expect_trained(run, training: FacetTraining, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The claim of section 3's training: every run of the book's recipe (the facet encoders, the ablations'; or
+    the runs ``names``) lowered its triplet loss on a fixed probe subset by more than ``loss_margin``, a value above
+    the spread of that loss drop over training seeds (profiles.yml gives the measurement); returns the losses.
+
+    In the paper dry run the encoders are tiny random stand-ins trained for a few dozen steps at the paper's learning
+    rate, which moves their probe loss by about 1e-5 (measured: 0.99943 -> 0.99942 in 24 steps, 0.99951 -> 0.99949
+    in 200): a drop cannot be told from noise there, so the check asserts what such a run can show, that training
+    changed every encoder's probe loss (its weights moved), and says so.
+
+    Shown in: notebooks/flew.ipynb, 3. Three facet encoders."""
+    from sdr import datasets
+
+    fits = [training.fits[name] for name in (names if names is not None else training.fits)]
+    if not datasets.dry_run():
+        return run.expect_lower_loss(fits, margin=run.p.loss_margin)
+    unmoved = [f"{fit.name} ({fit.loss_before:.6f})" for fit in fits if not fit.loss_after != fit.loss_before]
+    if unmoved:
+        raise ChapterCheckFailed(f"training left the probe loss of {unmoved} unchanged: its weights did not move")
+    print("paper dry run: the loss-drop check is exercised on random stand-ins, whose loss barely moves at the paper's "
+          "learning rate; checked instead: every run changed its probe loss")
+    return pd.DataFrame({fit.name: fit.losses() for fit in fits}).T
 
 
 def heldout_scores(run, graph: FacetGraph, queries: QueryList, sampling: Sampling,

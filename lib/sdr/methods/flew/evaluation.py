@@ -18,14 +18,14 @@ from sdr.book.chapter import ChapterCheckFailed
 from sdr.facets import FACETS
 from sdr.methods.flew.chapter import (FACET_ENCODERS, RELEASED_BASELINES, RELEASED_FLEW, SUM_NAME,
                                       CSFCubeAgreement, FacetGraph, FacetTraining, QueryList, Sampling,
-                                      SplitterScores, _encoder, chosen_ablations, show)
+                                      SplitterScores, _encoder, show)
 from sdr.methods.flew.recipe import (FORMAT_COLUMNS, TABLE1_COLUMNS, combine, csfcube_systems, flew_columns,
                                      mdcr_fields, mdcr_papers, mdcr_scores, mdcr_tune, scirepeval_documents,
                                      scirepeval_task_weights, scirepeval_weighted, seed_spread, simplex_grid)
 
 __all__ = ["BENCHMARKS", "Systems", "embed_systems", "MDCRScores", "mdcr_systems", "mdcr_table2", "SciRepEvalScores",
            "scirepeval_systems", "CSFCubeRows", "csfcube_rows", "show_csfcube", "TABLE_COLUMNS", "PARTIAL", "table1",
-           "table3", "table3_claim", "findings", "store"]
+           "table3", "table3_claim", "findings", "store", "show_paired", "show_table2", "differences_markdown"]
 
 
 # ------------------------------------------------------------------------------------------------- 4. benchmarks
@@ -73,8 +73,8 @@ def embed_systems(run, inputs, training: FacetTraining) -> Systems:
     """Every paper of every benchmark read once by every encoder — MDCR's queries and candidates, every document
     SciRepEval's tasks embed (search queries as title-only papers) and, with ``csfcube_eval``, CSFCube's papers —
     so a weighted sum is free to compute for any weights. Systems: the untrained encoder, every trained run, and
-    at ``paper`` the released encoders ([CLS] pooling, as they were trained); sums: FLeW's, each ablation's that has
-    one, and each released FLeW checkpoint's.
+    at ``paper`` the released encoders ([CLS] pooling, as they were trained); sums: the training's (FLeW's, each
+    ablation's that has one, the published recipe's) and each released FLeW checkpoint's.
 
     Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks."""
     from sdr.evaluate import csfcube
@@ -91,10 +91,7 @@ def embed_systems(run, inputs, training: FacetTraining) -> Systems:
     for name, fit in training.fits.items():
         systems.single[name] = systems.embed(fit.encoder, BENCHMARKS if name in FACET_ENCODERS.values()
                                              else ("MDCR", "SciRepEval"))
-    systems.sums[SUM_NAME] = dict(FACET_ENCODERS)
-    for ablation in chosen_ablations(p.ablations).values():
-        if ablation.weighted_sum:
-            systems.sums[ablation.weighted_sum] = dict(ablation.members)
+    systems.sums.update(training.sums)  # FLeW's, each ablation's that has one, the published recipe's
     for name, where in inputs.released.items():
         if name in RELEASED_FLEW:
             tag = RELEASED_FLEW[name]
@@ -142,23 +139,31 @@ def mdcr_systems(run, inputs, systems: Systems) -> MDCRScores:
     return MDCRScores(weights, grids, results, table)
 
 
-def mdcr_table2(mdcr: MDCRScores) -> dict[str, pd.DataFrame]:
+def mdcr_table2(run, inputs, mdcr: MDCRScores) -> dict[str, pd.DataFrame]:
     """FLeW's Table 2 beside ours: ``{"MAP": …, "R@5": …}``, the paper's columns (its six models, prefixed
-    ``paper:``) and every system of this run, one row per MAG field in the paper's order and its average; a
-    field this run lacks (a replica has fewer) stays empty.
+    ``paper:``) and, by the chapter's pairing rule (:func:`sdr.methods.flew.pair_with_paper`), each system of this
+    run that pairs with one of them, one row per MAG field in the paper's order and its average (a field this run
+    lacks stays empty); ``"apart"``: every other system's MAP and R@5 averages with the reason it stands apart.
 
     Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks (Table 2)."""
+    from sdr.methods.flew.fidelity import pairing, row_setups
+
     paper = book.read_paper_table("flew_table2")
     field_order = [*[f for f in paper["field"].unique() if f != "Avg"], "Avg"]
+    decided = pairing(list(mdcr.results), row_setups(run, list(mdcr.results), inputs.mdcr), paper["model"])
     table2 = {}
     for metric, label in (("map", "MAP"), ("recall_5", "R@5")):
         paper_fields = paper.pivot(index="field", columns="model", values=metric).add_prefix("paper: ")
         if len(paper_fields) != 20:
             raise ValueError(f"data/paper_tables/flew_table2.csv: {len(paper_fields)} fields, expected MDCR's 19 and "
                              "their average (every row of FLeW's Table 2)")
-        ours = pd.DataFrame({name: mdcr_fields(r, metric) for name, r in mdcr.results.items()})
+        ours = pd.DataFrame({f"{name} (pairs with {target})": mdcr_fields(mdcr.results[name], metric)
+                             for name, (target, _) in decided.items() if target})
         table2[label] = paper_fields.join(ours, how="outer").reindex(
             field_order + sorted(set(ours.index) - set(field_order)))
+    table2["apart"] = pd.DataFrame({name: {"why apart": why, "MAP": mdcr.results[name]["avg"]["map"],
+                                           "R@5": mdcr.results[name]["avg"]["recall_5"]}
+                                    for name, (target, why) in decided.items() if not target}).T
     return table2
 
 
@@ -197,6 +202,8 @@ def scirepeval_systems(run, inputs, systems: Systems, mdcr: MDCRScores) -> SciRe
     missing = {name: r["missing_embeddings"] for name, r in results.items() if r["missing_embeddings"]["count"]}
     if missing:
         raise ChapterCheckFailed(f"SciRepEval papers without an embedding: {missing}")
+    if any(str(rule).startswith("held-out") for table in weights.values() for rule in table.get("rule", [])):
+        run.branch("weights tuned on a held-out share of a SciRepEval train split")
     return SciRepEvalScores(results, weights, pd.DataFrame({name: flew_columns(r) for name, r in results.items()}).T)
 
 
@@ -243,7 +250,11 @@ def csfcube_rows(run, inputs, systems: Systems, training: FacetTraining) -> CSFC
                                  return_per_query=True)
     untrained_queries, query_groups = book.csfcube_per_query(untrained, inputs.csfcube.path)
     budget = training.budget
-    seeds = leaderboard_seeds(p.seed, max(1, p.leaderboard_seeds))
+    # the extra seeds are the `seeds` part; the first seed is section 3's
+    extra = p.leaderboard_seeds > 1 and run.runs_part("seeds")
+    seeds = leaderboard_seeds(p.seed, p.leaderboard_seeds) if extra else [p.seed]
+    if extra:
+        run.branch("extra leaderboard seeds trained")
     rows, seed_training = [], {}
     for run_seed in seeds:
         if run_seed == p.seed:  # the encoders of sections 3-4
@@ -306,32 +317,41 @@ TABLE_COLUMNS = [*TABLE1_COLUMNS, *FORMAT_COLUMNS, "total_avg"]
 PARTIAL = ["columns averaged", "avg over the columns present"]
 
 
-def table1(run, scirepeval: SciRepEvalScores) -> pd.DataFrame:
-    """Every row of FLeW's Table 1, then ours (the systems that are not ablations), on its 19 columns, the format
-    averages and Total AVG, with the columns a partial run covers.
+def table1(run, inputs, scirepeval: SciRepEvalScores):
+    """Every row of FLeW's Table 1 on its 19 columns, the format averages and Total AVG, with ours (the systems
+    that are not ablations) by the chapter's pairing rule (:func:`sdr.methods.flew.pair_with_paper`): a row of
+    ours that pairs with a paper row beneath the paper's, the others apart with the reason. Returns the
+    :class:`~sdr.methods.flew.fidelity.Paired` tables (ours with the columns a partial run covers).
 
     Shown in: notebooks/flew.ipynb, Ours next to the paper."""
+    from sdr.methods.flew.fidelity import pair_with_paper, row_setups
+
     paper = book.read_paper_table("flew_table1")
     ours = scirepeval.table.loc[[n for n in scirepeval.table.index if "w/o" not in n]]
-    table = book.paper_vs_ours(ours, paper.assign(**dict.fromkeys(PARTIAL, np.nan)), TABLE_COLUMNS + PARTIAL,
-                               f"this book ({run.profile})")
-    if len(table) != len(paper) + len(ours):
-        raise ChapterCheckFailed(f"Table 1: {len(table)} rows, expected the paper's {len(paper)} and our {len(ours)}")
+    table = pair_with_paper(ours, paper.assign(**dict.fromkeys(PARTIAL, np.nan)), TABLE_COLUMNS + PARTIAL,
+                            row_setups(run, ours.index, inputs.scirepeval), f"this book ({run.profile})")
+    if len(table.paired) + len(table.apart) != len(paper) + len(ours):
+        raise ChapterCheckFailed(f"Table 1: {len(table.paired)} + {len(table.apart)} rows, expected the paper's "
+                                 f"{len(paper)} and our {len(ours)}")
     return table
 
 
-def table3(run, scirepeval: SciRepEvalScores, mdcr: MDCRScores) -> pd.DataFrame:
-    """Every row of FLeW's Table 3 (the ablations), then ours whose names start with FLeW (the facet encoders, the
-    sums and the ablations trained), with MDCR's MAP beside ours.
+def table3(run, inputs, scirepeval: SciRepEvalScores, mdcr: MDCRScores):
+    """Every row of FLeW's Table 3 (the ablations), with ours whose names start with FLeW (the facet encoders, the
+    sums and the ablations trained) and MDCR's MAP beside ours, paired by the chapter's rule as in :func:`table1`.
 
     Shown in: notebooks/flew.ipynb, Ours next to the paper."""
+    from sdr.methods.flew.fidelity import pair_with_paper, row_setups
+
     paper = book.read_paper_table("flew_table3")
     ours = scirepeval.table.loc[[n for n in scirepeval.table.index if n.startswith(SUM_NAME)]]
     ours = ours.assign(**{"MDCR MAP": [mdcr.table.loc[n, "MAP"] for n in ours.index]})
-    table = book.paper_vs_ours(ours, paper.assign(**dict.fromkeys([*PARTIAL, "MDCR MAP"], np.nan)),
-                               TABLE_COLUMNS + PARTIAL + ["MDCR MAP"], f"this book ({run.profile})")
-    if len(table) != len(paper) + len(ours):
-        raise ChapterCheckFailed(f"Table 3: {len(table)} rows, expected the paper's {len(paper)} and our {len(ours)}")
+    table = pair_with_paper(ours, paper.assign(**dict.fromkeys([*PARTIAL, "MDCR MAP"], np.nan)),
+                            TABLE_COLUMNS + PARTIAL + ["MDCR MAP"],
+                            row_setups(run, ours.index, inputs.scirepeval, inputs.mdcr), f"this book ({run.profile})")
+    if len(table.paired) + len(table.apart) != len(paper) + len(ours):
+        raise ChapterCheckFailed(f"Table 3: {len(table.paired)} + {len(table.apart)} rows, expected the paper's "
+                                 f"{len(paper)} and our {len(ours)}")
     return table
 
 
@@ -396,18 +416,67 @@ def findings(run, inputs, scores: SplitterScores, heldout: pd.DataFrame, mdcr: M
 
 def store(run, scores: SplitterScores, agreement: CSFCubeAgreement, graph: FacetGraph, queries: QueryList,
           sampling: Sampling, heldout: pd.DataFrame, mdcr: MDCRScores, table2: Mapping, scirepeval: SciRepEvalScores,
-          tables: Mapping[str, pd.DataFrame], cs: CSFCubeRows, conclusions: str):
-    """The FLeW chapter's record in the results store: its tables (``tables``: Table 1, Table 3 and Table 3's
-    claim), the weights every sum chose, its leaderboard rows and the findings."""
+          tables: Mapping, cs: CSFCubeRows, conclusions: str, *, released: pd.DataFrame | None = None,
+          comparison=None, published=None, differences: list[str] | None = None):
+    """The FLeW chapter's record in the results store: its tables (``tables``: Table 1 and Table 3 as paired by the
+    chapter's rule, with ours that stand apart, and Table 3's claim), the released models' table (``paper``), the
+    released triplets beside the re-sampled ones, the published recipe's training, the weights every sum chose,
+    its leaderboard rows, the list of differences from the paper and the findings."""
+    extra_tables = {"Table 1, ours apart": tables["Table 1"].apart.round(2),
+                    "Table 3, ours apart": tables["Table 3"].apart.round(2),
+                    "MDCR Table 2, ours apart": table2["apart"]}
+    if released is not None and not released.empty:
+        extra_tables["released models"] = released.round(4)
+    if comparison is not None and not comparison.empty:
+        extra_tables["released vs re-sampled triplets"] = comparison.table.round(4)
+    if published is not None and not published.empty:
+        extra_tables["published recipe"] = published.table.round(4)
     return run.save({
         "splitter (CSAbstruct test)": scores.table.round(4), "splitter per facet": scores.per_facet.round(4),
         "splitter vs CSFCube labels": agreement.table.round(4), "facet subgraphs": graph.table,
         "released triplets": queries.released_table, "structure": sampling.table.round(3),
         "held-out triplets": heldout.round(4), "MDCR (ours)": mdcr.table.round(2),
         "MDCR MAP per field (Table 2)": table2["MAP"].round(2), "MDCR R@5 per field (Table 2)": table2["R@5"].round(2),
-        "SciRepEval (ours, FLeW columns)": scirepeval.table.round(2), "Table 1": tables["Table 1"].round(2),
-        "Table 3": tables["Table 3"].round(2), "Table 3 claim": tables["Table 3 claim"].round(2),
-        "CSFCube MAP (ours)": cs.table.round(2), "CSFCube MAP per seed": cs.seeds.round(3)},
+        "SciRepEval (ours, FLeW columns)": scirepeval.table.round(2), "Table 1": tables["Table 1"].paired.round(2),
+        "Table 3": tables["Table 3"].paired.round(2), "Table 3 claim": tables["Table 3 claim"].round(2),
+        "CSFCube MAP (ours)": cs.table.round(2), "CSFCube MAP per seed": cs.seeds.round(3), **extra_tables},
         extra={"mdcr_weights": {k: list(v) for k, v in mdcr.weights.items()}, "leaderboard": cs.leaderboard,
                "scirepeval_weights": {k: v.to_dict("records") for k, v in scirepeval.weights.items()},
-               "conclusions": conclusions})
+               "conclusions": conclusions, "differences from the paper": list(differences or [])})
+
+
+# ------------------------------------------------------------------------------------------------- the page's views
+def show_paired(run, paired, *sources: str, title: str = "") -> None:
+    """A paper table split by the pairing rule: the paper's rows with ours that pair with them, then ours that
+    stand apart with the reason (nothing when none does).
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks and Ours next to the paper."""
+    show(run, paired.paired, *sources, title=title)
+    if not paired.apart.empty:
+        show(run, paired.apart, title="ours apart from the paper's rows (the pairing rule: same data, model family "
+                                      "and protocol), with the reason:")
+
+
+def show_table2(run, inputs, table2: Mapping) -> None:
+    """FLeW's Table 2 (MAP and Recall@5 per field) with the systems of ours that pair with its columns, then those
+    that stand apart (their averages and the reason).
+
+    Shown in: notebooks/flew.ipynb, 4. Every encoder on the benchmarks (Table 2)."""
+    show(run, table2["MAP"], inputs.mdcr.source, "FLeW Table 2 (paper columns)", decimals=1)
+    show(run, table2["R@5"], title="Recall@5 per field", decimals=1)
+    if not table2["apart"].empty:
+        show(run, table2["apart"], title="ours apart from Table 2's columns (the pairing rule), MDCR test averages:",
+             decimals=None)
+
+
+def differences_markdown(run, inputs, sampling: Sampling, scirepeval: SciRepEvalScores, queries: QueryList
+                         ) -> tuple[list[str], str]:
+    """The page's "what differs from the paper" list (:func:`sdr.methods.flew.differences`), checked to state every
+    setting of this run that is not the paper's; returns the lines and their markdown.
+
+    Shown in: notebooks/flew.ipynb, Ours next to the paper."""
+    from sdr.methods.flew.fidelity import differences, expect_differences_stated
+
+    lines = differences(run, inputs, sampling.bands, scirepeval.weights.get(SUM_NAME), queries)
+    expect_differences_stated(lines, run.p)
+    return lines, "**What differs from the paper** (this run):\n\n" + "\n".join(f"* {line}" for line in lines)

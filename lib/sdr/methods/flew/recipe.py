@@ -24,8 +24,10 @@ The recipe, built from the shared modules:
    split named like a test split. The rule per benchmark (:func:`scirepeval_task_weights`): MDCR on its
    ``val`` split; CSFCube on each fold's dev queries (:func:`csfcube_crossval`); a SciRepEval task with a
    train split (classification, regression) on a held-out share of that train split; a SciRepEval task
-   with neither validation nor train data (proximity, search: only test qrels are released) takes the
-   weights tuned on MDCR's validation split, the nearest ranking task with one. No rule reads a test split.
+   with neither validation nor train data (proximity, search: SciRepEval's evaluation release holds only their
+   test qrels; SciDocs' own release has validation qrels for its four proximity tasks, which the chapter does not
+   read) takes the weights tuned on MDCR's validation split, the nearest ranking task with one. FLeW tuned every
+   task on validation data; the page lists the difference (:mod:`.fidelity`). No rule reads a test split.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from sdr.methods.scincl import Bands
 #: FLeW §4.1: 2.16 M triplets from a query list of 216 K papers, i.e. 10 triplets per query and facet.
 TRIPLETS_PER_QUERY = 10
 #: SciNCL's bands with every c doubled (c⁺ 5 → 10, c⁻hard 2 → 4, c⁻easy 3 → 6): 10 triplets a query, each with
-#: its own positive, as FLeW's released triplets have (10 distinct positives per query).
+#: its own positive (the page measures the released triplets' distinct positives per query beside ours).
 FLEW_BANDS = Bands(k_pos=25, c_pos=10, k_hard=4000, c_hard=4, c_easy=6)
 #: The book's bar for its CSAbstruct splitter (the stand-in for FLeW's LLM, §3.2), not a number of the paper: on the
 #: released CSAbstruct test, the share of background/method/result sentences given their own facet, and the margin by
@@ -532,8 +534,9 @@ def scirepeval_task_weights(data_dir: str | Path, tasks_config: str | Path,
     * A task with a train split (classification, regression): the official protocol (the task's SVM with its
       C grid searched by 3-fold CV, :mod:`sdr.evaluate.scirepeval`) is fitted on ``1 - holdout`` of the train
       split and scored on the held-out rest (stratified for single-label classes), for every grid point.
-    * A ranking task (proximity, search) has only test qrels in ``allenai/scirepeval_test``: it takes
-      ``ranking_weights`` (the chapter passes the weights tuned on MDCR's validation split).
+    * A ranking task (proximity, search) has only test qrels in ``allenai/scirepeval_test`` (SciDocs' four
+      proximity tasks have validation qrels in SciDocs' own release, not read here): it takes ``ranking_weights``
+      (the chapter passes the weights tuned on MDCR's validation split).
 
     ``facet_vectors`` is ``{facet: {doc_id: vector}}``. Returns one row per task with data: ``task``, ``type``,
     ``rule``, the three weights, ``validation score`` (NaN for ranking tasks), ``validation papers`` and
