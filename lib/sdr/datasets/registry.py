@@ -561,7 +561,7 @@ REAL_PROFILE_DATA = ("csfcube", "csabstruct", "scicite", "academic_phrasebank", 
 CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     # the parts' data (sdr.methods.benchmarks.PART_DATA): the released part reads SciDocs with its shipped SPECTER
     # embeddings and every benchmark a chapter's released check scores; paragraph retrieval S2ORC's full text
-    "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "scidocs", "scidocs_specter_embeddings", "mdcr", "scirepeval",
+    "benchmarks": ("csfcube", "csabstruct", "pubmed_rct", "scidocs", "scidocs_specter_embeddings", "mdcr", "scirepeval_full",
                    "s2orc_specter"),
     # scidocs_specter_embeddings: the released part's check of SciDocs' shipped SPECTER embeddings (after scidocs)
     "specter": ("scirepeval_cite_prediction", "scidocs", "scidocs_specter_embeddings", "csfcube"),

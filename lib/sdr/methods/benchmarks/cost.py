@@ -38,7 +38,7 @@ PARTS = {
 models' table and the harness checks; paragraph retrieval is left out of it because its S2ORC full text is a
 ~ 250 GB stream (:data:`FETCH_BYTES`) for a table no paper row can be set beside."""
 
-RELEASED_DATA = ("scidocs", "scidocs_specter_embeddings", "mdcr", "scirepeval", "csfcube", "csabstruct", "pubmed_rct")
+RELEASED_DATA = ("scidocs", "scidocs_specter_embeddings", "mdcr", "scirepeval_full", "csfcube", "csabstruct", "pubmed_rct")
 """What the ``released`` part may read: SciDocs with its shipped SPECTER embeddings, and every benchmark a chapter's
 released check scores (``sdr.embed.DATASET_OF`` of each check's benchmark; a test keeps every registered check's
 data set in here)."""
@@ -56,7 +56,7 @@ BENCHMARK_SIZE_ROWS = {"scidocs": "SciDocs papers", "mdcr": "MDCR documents", "c
 """Benchmark → its row of ``data/paper_tables/benchmark_sizes.csv`` (the texts a model embeds to be scored).
 SciRepEval has none: no paper of the book gives its size, and the plan says so instead of guessing."""
 
-TOKENS_PER_TEXT = {"scidocs": 250, "mdcr": 250, "scirepeval": 250, "csfcube": 250, "csabstruct": 40,
+TOKENS_PER_TEXT = {"scidocs": 250, "mdcr": 250, "scirepeval": 250, "scirepeval_full": 250, "csfcube": 250, "csabstruct": 40,
                    "pubmed_rct": 40, "paragraphs": 400}
 """Assumed tokens a text, before the input length cuts it: a title and abstract 250 (as :func:`sdr.plan.paper_runs`
 assumes for SPECTER's papers), a sentence 40 (as it assumes for CFS3's), an S2ORC section 400 (as for CoSaEmb's)."""
@@ -68,7 +68,7 @@ GB, MB = 1024 ** 3, 1024 ** 2
 FETCH_BYTES = {
     "scidocs": int(4.6 * GB),  # the registry's size: SciDocs with its shipped embeddings
     "mdcr": 500 * MB,  # the registry's "~ 500 MB"
-    "scirepeval": 5 * MB,  # the task registry and samples (an estimate: a few small files)
+    "scirepeval_full": 4 * GB,  # the evaluation sets of the tasks the checks read (as sdr.methods.sciaspect assumes)
     "csfcube": 10 * MB,  # an estimate: six JSON/CSV files and 50 readable annotations
     "csabstruct": 5 * MB,  # an estimate: three JSONL files of 2,189 abstracts
     "pubmed_rct": 30 * MB,  # the registry's "~ 30 MB"
