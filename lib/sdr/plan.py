@@ -190,7 +190,8 @@ MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512
 MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * MEASURED_TOKENS_PER_TEXT
 """Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
 
-KINDS = ("train", "encode", "graph", "knn", "svm", "fetch")
+KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "prepare")
+"""``prepare``: CPU work on the data before training (e.g. splitting full text into sentences), its ``hours`` per run."""
 
 
 from dataclasses import dataclass, field  # noqa: E402
@@ -219,9 +220,9 @@ class Work:
 
     ``kind`` is one of :data:`KINDS`. ``train`` lines give examples, epochs, the effective batch, texts per example
     and tokens per text (GPU hours from the measured training throughput); ``encode`` lines the texts embedded per
-    run and tokens per text; ``graph``/``knn``/``svm`` lines their ``hours`` per run on ``hours_on`` (a CPU or a
-    GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
-    ``requests_per_s``)."""
+    run and tokens per text; ``graph``/``knn``/``svm``/``prepare`` lines their ``hours`` per run on ``hours_on`` (a
+    CPU or a GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
+    ``requests_per_s``), and in ``hours`` the transfer time at the bandwidth ``how`` states (0: not counted)."""
 
     part: str
     what: str
@@ -266,10 +267,11 @@ class Work:
         return 0.0
 
     def other_hours(self) -> float:
-        """CPU hours (graph, kNN and SVM work on a CPU) and network hours (fetches) of all its runs."""
+        """CPU hours (graph, kNN, SVM and preparation work on a CPU) and network hours (fetches: requests at their rate
+        and the transfer time) of all its runs."""
         if self.kind == "fetch":
-            return self.runs * self.requests / self.requests_per_s / 3600 if self.requests else 0.0
-        if self.kind in ("graph", "knn", "svm") and self.hours_on == "CPU":
+            return self.runs * ((self.requests / self.requests_per_s / 3600 if self.requests else 0.0) + self.hours)
+        if self.kind in ("graph", "knn", "svm", "prepare") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
 
@@ -366,11 +368,15 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     import importlib
     from types import SimpleNamespace
 
-    from sdr.book.profiles import chapter_parameters, notebook_parameters
     from sdr.book import paths
+    from sdr.book.profiles import chapter_parameters
+    from sdr.parameters import parameter_specs
 
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
-    values = {**notebook_parameters(notebook), **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
+    # the parameters cell's defaults as values (papermill's inspection gives them as source text: a list default
+    # would reach the chapter's cost_plan as the string "[...]")
+    defaults = {name: spec.default for name, spec in parameter_specs(notebook).items()}
+    values = {**defaults, **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
     method = importlib.import_module(f"sdr.methods.{chapter}")
     return method.cost_plan(SimpleNamespace(**values))
 

@@ -12,5 +12,7 @@ from sdr.methods.cosaemb.chapter import *  # noqa: F401,F403
 from sdr.methods.cosaemb.chapter import __all__ as _chapter_all
 from sdr.methods.cosaemb.scoring import *  # noqa: F401,F403
 from sdr.methods.cosaemb.scoring import __all__ as _scoring_all
+from sdr.methods.cosaemb.parts import *  # noqa: F401,F403
+from sdr.methods.cosaemb.parts import __all__ as _parts_all
 
-__all__ = [*_recipe_all, *_chunking_all, *_chapter_all, *_scoring_all]
+__all__ = [*_recipe_all, *_chunking_all, *_chapter_all, *_scoring_all, *_parts_all]
