@@ -53,3 +53,90 @@ def test_the_runs_trained_follow_the_parts(parts, trained, control, capsys):
     assert cosaemb.trains_control(run) is control
     run.p.inter_only_control = False
     assert cosaemb.trains_control(run) is False
+
+
+# ------------------------------------------------------------------------------------------------ the cost plan
+SMALL = dict(profile="smoke", parts="all", margin_runs=["graded (1, 2, 3)", "graded (2, 4, 6)"], inter_only_control=True,
+             max_triplets=320, both_directions=False, epochs=1, batch_size=16, accumulation_steps=2, max_length=64,
+             leaderboard_seeds=3, csfcube_models=["graded (1, 2, 3)"], scirepeval_models=["untrained", "graded (1, 2, 3)"],
+             paragraph_papers=40, heldout_triplets=100, csfcube_max_length=32, specter_model="",
+             sentence_splitter="regex")
+
+
+def test_the_plan_of_a_small_parameter_set_by_hand():
+    cost = cosaemb.cost_plan(SimpleNamespace(**SMALL))
+    lines = {w.what: w for w in cost.work}
+    graded = lines["train graded (1, 2, 3)"]
+    # 320 triplets (max_triplets), 1 epoch of batches of 16 × 2: 10 steps; a text: Tables 2-3's kinds with chunks of
+    # 0.85 × 64 tokens and abstracts cut at 64: (1255714 × 172.8 + 343153 × 182.4 + 684100 × 192) / (3 × 2282967)
+    assert (graded.part, graded.examples, graded.steps, graded.runs) == ("main", 320, 10, 1)
+    assert graded.tokens_per_text == pytest.approx(59.9988, abs=1e-4)
+    h100 = plan.MEASURED_DEVICE
+    assert graded.gpu_hours(h100) == pytest.approx(320 * 3 * 59.9988 / 252706.78 / 3600, rel=1e-5)
+    assert lines["train graded (2, 4, 6)"].part == "ablations"
+    control = lines["train inter-document only"]
+    assert (control.part, control.examples, control.tokens_per_text) == ("control", 320, 64)
+    seeds = lines["train further seeds (graded (1, 2, 3))"]
+    assert (seeds.part, seeds.runs, seeds.examples) == ("seeds", 2, 320)  # leaderboard_seeds 3: two more runs
+    assert seeds.gpu_hours(h100) == pytest.approx(2 * graded.gpu_hours(h100))
+    # the paragraph set: 40 papers × Table 2's 343153 aspect texts over 97402 papers = 141 texts at 64 tokens, and the
+    # 300 texts of the 100 held-out triplets at the training mean
+    untrained = lines["encode held-out triplets and paragraph set (untrained)"]
+    assert (untrained.part, untrained.texts) == ("prepare", 141 + 300)
+    assert untrained.tokens_per_text == pytest.approx((141 * 64 + 300 * 59.9988) / 441, abs=1e-3)
+    assert lines["paragraph distances (untrained)"].other_hours() == pytest.approx(2 * 141 ** 2 * 768 / 1e10 / 3600)
+    scirepeval = lines["encode SciRepEval (graded (1, 2, 3))"]
+    assert (scirepeval.texts, scirepeval.tokens_per_text) == (1_140_000, 32)  # cut at csfcube_max_length
+    assert "encode SciRepEval (graded (2, 4, 6))" not in lines and "encode CSFCube (untrained)" not in lines
+    # the fetches: S2ORC's ~ 250 GB at 50 MB/s plus 31 requests at 1 a second
+    s2orc = lines["fetch s2orc_specter (S2ORC streamed, SPECTER's papers kept)"]
+    assert s2orc.other_hours() == pytest.approx(250e9 / 50e6 / 3600 + 31 / 3600)
+    split = lines["split the full text into sentences (regex) and chunk it"]
+    assert split.other_hours() == pytest.approx((1255714 + 343153) * 0.85 * 64 * 5.18 / 19_600_000 / 3600)
+    # totals: the parts' sums, everything selected at parts = "all"
+    totals = cost.totals()
+    assert totals.loc["seeds", "GPU h H100"] == pytest.approx(sum(w.gpu_hours(h100) for w in cost.work
+                                                                  if w.part == "seeds"))
+    assert totals.loc["selected parts", "GPU h H100"] == pytest.approx(totals.loc["whole chapter", "GPU h H100"])
+    headline = cosaemb.cost_plan(SimpleNamespace(**{**SMALL, "parts": "headline"}))
+    assert headline.selected == ("released", "prepare", "main")
+    assert headline.total_hours(selected_only=True) == pytest.approx(
+        sum(w.gpu_hours(h100) for w in cost.work if w.part in ("released", "prepare", "main")))
+    ablations = cosaemb.cost_plan(SimpleNamespace(**{**SMALL, "parts": ["ablations"]}))
+    assert ablations.selected == ("prepare", "ablations")  # prepare runs whatever parts say (ALWAYS_RUN)
+
+
+def test_each_parts_lines_follow_the_registry():
+    cost = plan.chapter_cost_plan("cosaemb", "paper", {"parts": "all", "leaderboard_seeds": 2})
+    parts = {w.part for w in cost.work}
+    assert parts == set(cosaemb.PARTS)
+    trained = {w.what.removeprefix("train "): w.part for w in cost.work if w.kind == "train" and "further" not in w.what}
+    assert trained == {**cosaemb.MARGIN_RUN_PART, cosaemb.CONTROL: "control"}
+    released = [w for w in cost.work if w.part == "released"]
+    assert {w.what for w in released} == {f"encode CSFCube with {c.model} (released, {c.max_length} tokens)"
+                                          for c in cosaemb.RELEASED_CHECKS}
+    assert all(w.kind in ("encode",) for w in released) and all(w.part == "prepare" for w in cost.work
+                                                                if w.kind in ("fetch", "prepare"))
+    # at the paper's sizes: every triplet of Tables 2-3 (2,282,967), 2 epochs of 32: 142,686 steps a run
+    graded = next(w for w in cost.work if w.what == "train graded (1, 2, 3)")
+    assert (graded.examples, graded.steps) == (2_282_967, 142_686)
+
+
+def test_the_t4_notes_hold_against_the_plan():
+    """PARTS' words for a Colab T4 user agree with the plan's T4 hours at paper (12-hour sessions)."""
+    cost = plan.chapter_cost_plan("cosaemb", "paper", {"parts": "all"})
+    t4 = "Tesla T4"
+    hours = {name: sum(w.gpu_hours(t4) for w in cost.work if w.part == name) for name in cosaemb.PARTS}
+    session = cosaemb.COLAB_SESSION_HOURS
+    assert hours["released"] < 0.5 and "minutes" in cosaemb.PARTS["released"].t4
+    assert hours["prepare"] < session and "one session" in cosaemb.PARTS["prepare"].t4
+    for name in ("main", "ablations", "control"):
+        runs = [w for w in cost.work if w.part == name and w.kind == "train"]
+        assert runs and all(w.gpu_hours(t4) > 2 * session for w in runs), name
+        assert "several 12-hour sessions" in cosaemb.PARTS[name].t4
+    assert hours["seeds"] == 0 and "nothing at the paper profile" in cosaemb.PARTS["seeds"].t4
+
+
+def test_the_chapter_prints_its_plan_before_training():
+    source = (book.NOTEBOOKS / "cosaemb.ipynb").read_text()
+    assert source.index("run.show_plan()") < source.index("cosaemb.train_margin_runs(")
