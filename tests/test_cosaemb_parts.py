@@ -140,3 +140,86 @@ def test_the_t4_notes_hold_against_the_plan():
 def test_the_chapter_prints_its_plan_before_training():
     source = (book.NOTEBOOKS / "cosaemb.ipynb").read_text()
     assert source.index("run.show_plan()") < source.index("cosaemb.train_margin_runs(")
+
+
+# ------------------------------------------------------------------------------------------------ released models
+def test_the_released_checks_read_the_papers_rows():
+    values = __import__("sdr.released", fromlist=["x"]).expected_values(cosaemb.RELEASED_CHECKS)
+    assert values[("allenai/specter", "csfcube", "ndcg%20_all")] == 53.31  # Table 4, SPECTER, aggregated NDCG%20
+    assert values[("allenai/specter", "csfcube", "rp_background")] == 26.48
+    assert values[("allenai/scibert_scivocab_uncased", "csfcube", "rp_all")] == 12.32
+    asserted = [(c.model, m) for c in cosaemb.RELEASED_CHECKS if c.tolerance is not None for m in c.metrics]
+    assert asserted == [("allenai/specter", "ndcg%20_all")]  # the one cell that is SPECTER's published value
+    assert all(c.unasserted_because for c in cosaemb.RELEASED_CHECKS if c.tolerance is None)
+    for check in cosaemb.RELEASED_CHECKS:  # each model the chapter reads at paper, so the dry run has its stand-in
+        assert check.model in {*__import__("sdr.datasets", fromlist=["x"]).CHAPTER_MODELS["cosaemb"],
+                               "allenai/scibert_scivocab_uncased"}
+
+
+class _ReleasedRun(_Run):
+    def __init__(self, mirror):
+        super().__init__(parts="all", device="cpu")
+        folders = {c.model: str(mirror / "models" / __import__("sdr.synthetic.models", fromlist=["x"]).folder_name(
+            c.model)) for c in cosaemb.RELEASED_CHECKS}
+        self.data = SimpleNamespace(policy=SimpleNamespace(real_only=True), model=folders.__getitem__,
+                                    model_sources=[])
+
+    def caption(self, *extra):
+        return "caption"
+
+
+@pytest.fixture(scope="module")
+def released_mirror(tmp_path_factory, synthetic_corpus):
+    """Stand-ins of SPECTER and SciBERT, a CSFCube replica, and the expected values the dry run computes for them."""
+    from sdr import dryrun
+    from sdr.synthetic.csfcube import write_csfcube
+    from sdr.synthetic.models import folder_name, write_stand_in
+
+    mirror = tmp_path_factory.mktemp("mirror")
+    texts = [f"{p.title} {p.abstract}" for p in synthetic_corpus.papers.values()]
+    for number, check in enumerate(dict.fromkeys(c.model for c in cosaemb.RELEASED_CHECKS)):
+        write_stand_in(mirror / "models" / folder_name(check), check, texts, layers=1, hidden=16, seed=number)
+    csfcube = write_csfcube(synthetic_corpus, mirror / "csfcube", n_queries=6, pool_size=30, seed=0)
+    dryrun.write_released_expected(mirror, cosaemb.RELEASED_CHECKS, {"csfcube": csfcube})
+    return mirror, csfcube
+
+
+def test_the_released_part_runs_first_and_a_planted_mismatch_stops_it(released_mirror, tmp_path, monkeypatch, capsys):
+    import json
+
+    from sdr import datasets, released
+
+    mirror, csfcube = released_mirror
+    monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")
+    monkeypatch.setenv("SDR_DATA", str(mirror))
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    run = _ReleasedRun(mirror)
+    table = released.released_part(run, cosaemb.RELEASED_CHECKS, {"csfcube": csfcube})
+    assert len(table) == 2 * 16 and table["holds"].tolist().count(True) == 1  # one asserted cell, 31 shown
+    assert (table["difference"].abs() < 1e-3).all() and run.branches == ["released checks asserted"]
+    assert set(table.loc[table["holds"].isna(), "why unasserted"].str[:20]) == {
+        "the paper does not s"}
+    planted = tmp_path / "planted"
+    (planted / "models").mkdir(parents=True)
+    for folder in (mirror / "models").iterdir():
+        (planted / "models" / folder.name).symlink_to(folder)
+    expected = json.loads((mirror / released.EXPECTED_FILE).read_text())
+    expected["allenai/specter|csfcube|ndcg%20_all"] += 0.4
+    (planted / released.EXPECTED_FILE).write_text(json.dumps(expected))
+    monkeypatch.setenv("SDR_DATA", str(planted))
+    with pytest.raises(book.ChapterCheckFailed, match=r"allenai/specter on csfcube, ndcg%20_all: .*tolerance ±0.3"):
+        released.released_part(_ReleasedRun(planted), cosaemb.RELEASED_CHECKS, {"csfcube": csfcube})
+    expected["allenai/specter|csfcube|ndcg%20_all"] -= 0.4
+    expected["allenai/specter|csfcube|rp_all"] += 5  # an unasserted cell: shown, never a failure
+    (planted / released.EXPECTED_FILE).write_text(json.dumps(expected))
+    table = released.released_part(_ReleasedRun(planted), cosaemb.RELEASED_CHECKS, {"csfcube": csfcube})
+    assert table["cached"].all()  # the second pass read its vectors back
+
+
+def test_the_released_part_is_the_chapters_first_output():
+    import json
+
+    cells = [("".join(c["source"])) for c in json.loads((book.NOTEBOOKS / "cosaemb.ipynb").read_text())["cells"]
+             if c["cell_type"] == "code" and not {"parameters", "sdr-setup", "sdr-profile"}
+             & set(c["metadata"].get("tags", []))]
+    assert "released_part(run, cosaemb.RELEASED_CHECKS" in cells[1] and "run = book.ChapterRun(" in cells[0]
