@@ -223,3 +223,107 @@ def test_the_released_part_is_the_chapters_first_output():
              if c["cell_type"] == "code" and not {"parameters", "sdr-setup", "sdr-profile"}
              & set(c["metadata"].get("tags", []))]
     assert "released_part(run, cosaemb.RELEASED_CHECKS" in cells[1] and "run = book.ChapterRun(" in cells[0]
+
+
+# ------------------------------------------------------------------------------------------------ fidelity
+def _leakage_setting():
+    from sdr.corpus import Paper
+    from sdr.samplers import Triplet
+
+    papers = {pid: Paper(pid, f"Title {pid}", "An abstract.", metadata={"corpus_id": pid, "sha": f"sha-{pid}"})
+              for pid in ("1", "2", "3", "4", "5")}
+    source = SimpleNamespace(papers=papers)
+    built = SimpleNamespace(triplets=[Triplet("1#method.1", "1#method.0", "2", "local"),
+                                      Triplet("3", "4", "5", "inter")])
+    split = SimpleNamespace(papers=["9"])
+    csfcube = SimpleNamespace(papers={"4": None, "77": None})
+    scirepeval = SimpleNamespace(task_ids={"SciDocs Cite": ("scidocs", {"sha-2", "sha-3", "x"}),
+                                           "SciDocs MAG": ("scidocs", {"y"}), "Search": ("out_of_train", {"5", "z"})})
+    return source, split, built, csfcube, scirepeval
+
+
+def test_the_leakage_audit_counts_trained_papers_in_each_set_by_either_id():
+    source, split, built, csfcube, scirepeval = _leakage_setting()
+    run = _Run()
+    leakage = cosaemb.leakage_audit(run, source, split, built, csfcube, scirepeval)
+    table = leakage.table.set_index("eval_set")
+    assert table.loc["SciRepEval: SciDocs tasks", ["size", "shared", "shared by sha", "shared by corpus id"]].tolist() \
+        == [4, 2, 2, 0]  # papers 2 and 3 by their SciDocs sha
+    assert table.loc["SciRepEval: the other tasks", "shared"] == 1 and table.loc["CSFCube", "shared"] == 1
+    assert leakage.trained_papers == 5 and run.branches == ["leakage audited"]
+    split.papers = ["1"]  # a held-out paragraph paper whose sections are trained on
+    with pytest.raises(book.ChapterCheckFailed, match="held-out paragraph papers whose sections are trained on"):
+        cosaemb.leakage_audit(run, source, split, built, csfcube, scirepeval)
+
+
+def _fidelity_run(**changes):
+    values = {**book.chapter_parameters("cosaemb", "paper"), **changes}
+    defaults = {name: spec.default for name, spec in __import__("sdr.parameters", fromlist=["x"]).parameter_specs(
+        book.NOTEBOOKS / "cosaemb.ipynb").items()}
+    return _Run(**{**defaults, **values})
+
+
+def _fidelity_inputs(official=True):
+    def item(kind, source):
+        return SimpleNamespace(kind=kind, source=source, official=official)
+
+    return SimpleNamespace(triplets=item("real", "SPECTER's triplets"), full_text=item("real", "S2ORC full text"),
+                           csfcube=item("real", "CSFCube"), scirepeval=item("real", "SciRepEval"))
+
+
+def _what_differs(run):
+    source, split, built, csfcube, scirepeval = _leakage_setting()
+    split = SimpleNamespace(papers=["9", "10"], inter_heldout=[1, 2, 3])
+    built = SimpleNamespace(report=SimpleNamespace(papers_with_triplets=90_000), triplets=built.triplets)
+    leakage = cosaemb.leakage_audit(run, source, SimpleNamespace(papers=["9"]), built, csfcube, scirepeval)
+    runs = SimpleNamespace(fits={cosaemb.GRADED: None})
+    return cosaemb.what_differs(run, _fidelity_inputs(), split, built, runs, SimpleNamespace(counted={}), leakage)
+
+
+def test_what_differs_states_every_setting_that_differs_and_a_planted_missing_line_fails():
+    paper = _what_differs(_fidelity_run())
+    assert not set(paper) & set(cosaemb.SETTINGS)  # at paper every setting is the paper's
+    assert set(cosaemb.ALWAYS) <= set(paper) and "90,000 papers" in paper["training data"]
+    assert "50.0 %" in paper["leakage"]  # 2 of the 4 papers of the SciDocs tasks are training papers
+    assert paper["parts"].startswith("Parts not run: ablations")  # the paper profile runs the headline
+    smoke = _what_differs(_fidelity_run(model_name="minilm", model_layers=2, max_length=64, learning_rate=2e-4,
+                                        max_triplets=192, epochs=1, batch_size=16, accumulation_steps=1))
+    assert {"model", "max_length", "learning_rate", "max_triplets", "epochs", "batch"} <= set(smoke)
+    assert smoke["learning_rate"] == "A learning rate of 0.0002, not 2e-05."
+    lines = dict(smoke)
+    lines.pop("learning_rate")  # planted: a setting that differs, left off the page
+    with pytest.raises(book.ChapterCheckFailed, match=r"no line for \['learning_rate'\]"):
+        cosaemb.check_deviations(lines, _fidelity_run(learning_rate=2e-4).p)
+    lines = dict(paper)
+    lines.pop("paragraph set")
+    with pytest.raises(book.ChapterCheckFailed, match=r"no line for \['paragraph set'\]"):
+        cosaemb.check_deviations(lines, _fidelity_run().p)
+
+
+
+def test_the_pairing_rule_pairs_only_like_with_like():
+    paper_rows = cosaemb.PAPER_ROWS["cosaemb_csfcube"]
+    for table, rows in cosaemb.PAPER_ROWS.items():
+        assert set(rows) == set(book.read_paper_table(table)["model"]), table
+    names = ["untrained", "SPECTER", "CoSaEmb recipe: graded (1, 2, 3)"]
+    at_paper = cosaemb.pair_rows(cosaemb.our_setups(_fidelity_run(), _fidelity_inputs(), "cosaemb_csfcube", names),
+                                 paper_rows).set_index("our row")
+    assert at_paper.loc["CoSaEmb recipe: graded (1, 2, 3)", "paper row"] == "CoSaEmb"  # same data, model, protocol
+    assert at_paper.loc["SPECTER", "paper row"] == "" and "not stated" in at_paper.loc["SPECTER", "why apart"]
+    assert at_paper.loc["untrained", "why apart"].startswith("protocol:")
+    # planted: the same row on a CSFCube that is not the released collection, and one trained with other settings
+    other_data = cosaemb.pair_rows(cosaemb.our_setups(_fidelity_run(), _fidelity_inputs(official=False),
+                                                      "cosaemb_csfcube", names[2:]), paper_rows)
+    assert other_data["paper row"].tolist() == [""] and other_data["why apart"][0].startswith("data: ours CSFCube (")
+    other_settings = cosaemb.pair_rows(cosaemb.our_setups(_fidelity_run(learning_rate=3e-5), _fidelity_inputs(),
+                                                          "cosaemb_csfcube", names[2:]), paper_rows)
+    assert other_settings["paper row"].tolist() == [""] and "learning rate of 3e-05" in other_settings["why apart"][0]
+    smoke = cosaemb.pair_rows(cosaemb.our_setups(_fidelity_run(model_name="minilm", model_layers=2),
+                                                 _fidelity_inputs(), "cosaemb_csfcube", names[2:]), paper_rows)
+    assert smoke["why apart"][0].startswith("no row of this model (all-MiniLM-L6-v2 (2 layers) + CoSaEmb (1, 2, 3))")
+    # Table 6's set is not released and Table 5's rows use adapters: nothing of ours pairs there
+    for table in ("cosaemb_paragraphs", "cosaemb_scirepeval"):
+        pairs = cosaemb.pair_rows(cosaemb.our_setups(_fidelity_run(), _fidelity_inputs(), table,
+                                                     ["untrained", "graded (1, 2, 3)", "flat (1, 1, 1)"]),
+                                  cosaemb.PAPER_ROWS[table])
+        assert (pairs["paper row"] == "").all(), pairs

@@ -21,6 +21,7 @@ from sdr.corpus import Paper
 from sdr.methods.cosaemb.chapter import (CONTROL, GRADED, CoSaEmbTriplets, Counts, DistanceOrder, Headings, HeldOut,
                                          MarginRuns, TrainingSource, heldout_gain, retrain)
 from sdr.methods.cosaemb.chunking import Chunker
+from sdr.methods.cosaemb.fidelity import paired_table
 from sdr.methods.cosaemb.recipe import ASPECT_TOKENS, MARGIN_RUNS, aspect_paragraphs, facet_query_text
 
 __all__ = ["Released", "released_specter", "Paragraphs", "paragraph_table", "PaperReader", "CSFCubeScores",
@@ -59,6 +60,7 @@ class Paragraphs:
     report: dict
     source: str
     sources: list[str]
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
 
     def describe(self) -> str:
         r = self.report
@@ -100,7 +102,9 @@ def paragraph_table(run, inputs, source: TrainingSource, split: HeldOut, models:
         raise ChapterCheckFailed(f"paragraph queries do not add up: {report}")
     line = (f"paragraphs: the aspect texts of {len(split.papers)} held-out papers of the {inputs.full_text.kind} "
             f"full text ({report['chunks']} texts)")
-    return Paragraphs(ours, paper, table, report, line, [*released.sources, line, "CoSaEmb Table 6 (paper rows)"])
+    pairs = paired_table(run, inputs, "cosaemb_paragraphs", ours, paper, ["recall@1", "recall@3"])
+    return Paragraphs(ours, paper, table, report, line, [*released.sources, line, "CoSaEmb Table 6 (paper rows)"],
+                      pairs)
 
 
 # ------------------------------------------------------------------------------------------------- CSFCube, SciRepEval
@@ -144,6 +148,7 @@ class CSFCubeScores:
     query_keys: list
     reader: PaperReader
     sources: list[str]
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
 
     def vectors(self, name: str, encoder) -> dict:
         """CSFCube vectors of model ``name`` read by ``encoder``: every candidate and every (query, facet)."""
@@ -189,6 +194,7 @@ def csfcube_table(run, inputs, models: Mapping, reader: PaperReader, released: R
                                 for system in scores.results}).T
     paper = book.read_paper_table("cosaemb_csfcube")
     scores.table = book.paper_vs_ours(scores.ours, paper, list(columns), f"this book ({run.profile})")
+    scores.pairs = paired_table(run, inputs, "cosaemb_csfcube", scores.ours, paper, ["all_rp", "all_ndcg%20"])
     if len(scores.table) != len(paper) + len(scores.results):
         raise ChapterCheckFailed(f"the CSFCube table has {len(scores.table)} rows, not the paper's {len(paper)} and "
                                  f"our {len(scores.results)}")
@@ -297,6 +303,8 @@ class SciRepEvalScores:
     table: pd.DataFrame
     papers: int
     sources: list[str]
+    task_ids: dict = field(default_factory=dict)  # task → its papers' ids and its group (the leakage audit reads it)
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
 
     @property
     def counted(self) -> dict:
@@ -318,8 +326,11 @@ def scirepeval_table(run, inputs, models: Mapping, reader: PaperReader, released
 
     folder = inputs.scirepeval.path
     papers = {}
+    task_ids = {}
     for task in scirepeval.read_registry(inputs.scirepeval.file("scirepeval_tasks.jsonl")):
-        for document in scirepeval.task_documents(folder, task):
+        documents = scirepeval.task_documents(folder, task)
+        task_ids[task.name] = (task.group, {str(document["doc_id"]) for document in documents})
+        for document in documents:
             papers.setdefault(document["doc_id"], Paper(document["doc_id"], document.get("title") or "",
                                                         document.get("abstract") or ""))
     ids = sorted(papers)
@@ -337,9 +348,11 @@ def scirepeval_table(run, inputs, models: Mapping, reader: PaperReader, released
         rows[name] = {"out_of_task_avg": summary["out_of_train"], "in_task_avg": summary["in_train"],
                       "scidocs_avg": summary["scidocs"], "all_avg": summary["all"]}
     ours = pd.DataFrame(rows).T
-    table = book.paper_vs_ours(ours, book.read_paper_table("cosaemb_scirepeval"), list(ours.columns),
-                               f"this book ({run.profile}, plain embeddings)")
-    return SciRepEvalScores(results, ours, table, len(ids), [*released.sources, "CoSaEmb Table 5 (paper rows)"])
+    paper = book.read_paper_table("cosaemb_scirepeval")
+    table = book.paper_vs_ours(ours, paper, list(ours.columns), f"this book ({run.profile}, plain embeddings)")
+    pairs = paired_table(run, inputs, "cosaemb_scirepeval", ours, paper, ["all_avg"]) if len(ours) else pd.DataFrame()
+    return SciRepEvalScores(results, ours, table, len(ids), [*released.sources, "CoSaEmb Table 5 (paper rows)"],
+                            task_ids, pairs)
 
 
 # ------------------------------------------------------------------------------------------------- the page's record
@@ -364,8 +377,9 @@ def leaderboard(run, inputs, seeds: SeedRows, csfcube: CSFCubeScores, runs: Marg
 
 def store(run, inputs, headings: Headings, counts: Counts, runs: MarginRuns, order: DistanceOrder,
           paragraphs: Paragraphs, csfcube: CSFCubeScores, seeds: SeedRows, scirepeval: SciRepEvalScores,
-          rows: list[dict], released: Released):
-    """The CoSaEmb chapter's record in the results store: its tables, its leaderboard rows and its settings."""
+          rows: list[dict], released: Released, leakage=None, differs: dict | None = None):
+    """The CoSaEmb chapter's record in the results store: its tables (the leakage audit's when given), its
+    leaderboard rows, its settings and what differs from the paper (``differs``, when given)."""
     p = run.p
     tables = {"headings": headings.table.reset_index(), "counts_table2": counts.versus2.reset_index(),
               "counts_table3": counts.versus3.reset_index(),
@@ -373,11 +387,15 @@ def store(run, inputs, headings: Headings, counts: Counts, runs: MarginRuns, ord
               "distance_order": order.table.reset_index(names="model"), "paragraphs": paragraphs.table,
               "csfcube": csfcube.table, "csfcube_seeds": seeds.table.round(3).reset_index(),
               "scirepeval": scirepeval.table}
+    if leakage is not None:
+        tables["leakage"] = leakage.table.assign(examples=leakage.table["examples"].map(", ".join))
     extra = {"model": book.base_model_label(p.model_name, p.model_layers), "max_length": p.max_length,
              "both_directions": p.both_directions, "margin_runs": {r: MARGIN_RUNS[r] for r in p.margin_runs},
              "inter_only_control": p.inter_only_control, "leaderboard_seeds": runs.seeds,
              "csfcube_max_length": p.csfcube_max_length, "elapsed_s": round(time.time() - inputs.started),
              "leaderboard": rows}
+    if differs is not None:
+        extra["what differs from the paper"] = dict(differs)
     path = run.save(tables, extra, sources=[*run.data.sources, *released.sources, paragraphs.source])
     print(f"done in {time.time() - inputs.started:.0f} s")
     return path
