@@ -18,6 +18,7 @@ class _Run:
     def __init__(self, **parameters):
         self.p = SimpleNamespace(**parameters)
         self.branches = []
+        self.data = SimpleNamespace(policy=SimpleNamespace(real_only=getattr(self.p, "profile", "") == "paper"))
         self.parts = plan.resolve_parts(getattr(self.p, "parts", "all"), cosaemb.PARTS)
 
     def runs_part(self, name):
@@ -327,3 +328,41 @@ def test_the_pairing_rule_pairs_only_like_with_like():
                                                      ["untrained", "graded (1, 2, 3)", "flat (1, 1, 1)"]),
                                   cosaemb.PAPER_ROWS[table])
         assert (pairs["paper row"] == "").all(), pairs
+
+
+# ------------------------------------------------------------------------------------------------ checks with margins
+def test_the_probe_loss_ratio_comes_from_the_profile():
+    import pandas as pd
+
+    table = pd.DataFrame({"loss before": {cosaemb.GRADED: 0.6, cosaemb.CONTROL: 0.5},
+                          "loss after": {cosaemb.GRADED: 0.48, cosaemb.CONTROL: 0.3}})  # graded ends at 0.8 of its start
+    assert cosaemb.expect_lower_probe_loss(table, 0.83) is True
+    with pytest.raises(book.ChapterCheckFailed, match=r"graded \(1, 2, 3\): training did not lower the probe loss "
+                                                      r"below 0.75"):
+        cosaemb.expect_lower_probe_loss(table, 0.75)
+    table.loc[cosaemb.GRADED, "loss after"] = 0.3
+    table.loc[cosaemb.CONTROL, "loss after"] = 0.6  # together: 0.9 of 1.1, above 0.75 of it
+    with pytest.raises(book.ChapterCheckFailed, match="together below 0.75"):
+        cosaemb.expect_lower_probe_loss(table, 0.75)
+    smoke = book.chapter_parameters("cosaemb", "smoke")
+    assert smoke["probe_loss_ratio"] == 0.75 and smoke["heldout_gain_margin"] == 5.5
+
+
+class _GainRun(_Run):
+    expect_gain = book.ChapterRun.expect_gain
+
+
+@pytest.mark.parametrize("margin, trained, replicas, applies", [
+    (5.5, True, True, True), (0.0, True, True, False), (5.5, False, True, False), (5.5, True, False, False)])
+def test_the_heldout_gain_check_applies_where_its_margin_was_measured(margin, trained, replicas, applies, capsys):
+    import pandas as pd
+
+    losses = {"untrained": 0.5, **({cosaemb.GRADED: 0.45} if trained else {}), cosaemb.CONTROL: 0.52}
+    order = cosaemb.DistanceOrder(pd.DataFrame({"held-out loss (1, 2, 3)": losses}), [])
+    item = SimpleNamespace(real=not replicas)
+    inputs = SimpleNamespace(triplets=item, full_text=item)
+    assert cosaemb.expect_heldout_gain(_GainRun(heldout_gain_margin=margin), inputs, order) is applies
+    assert ("check passed" if applies else "check not applied") in capsys.readouterr().out
+    if applies:  # the graded run removed 10 % of the untrained loss: below a margin of 12 it fails
+        with pytest.raises(book.ChapterCheckFailed, match=r"\+10.00 % held-out loss below"):
+            cosaemb.expect_heldout_gain(_GainRun(heldout_gain_margin=12.0), inputs, order)

@@ -47,8 +47,8 @@ TRAINING_PARAMETERS = ("model_name", "model_layers", "pooling", "seed", "n_paper
                        "warmup_ratio")
 #: SciCite's released dev + test files: distinct headings once case is ignored, and citation contexts (dev, test).
 SCICITE_RELEASED = {"distinct headings": 427, "occurrences": 916 + 1861}
-#: Training must bring the paper's setting's probe loss below this share of its start (a sixth at least; measured
-#: at smoke: by more than a quarter).
+#: The default of the chapter's ``probe_loss_ratio``: training must bring the paper's setting's probe loss (and the
+#: runs' together) below this share of its start; each profile sets its own from the measured seed spread.
 PROBE_LOSS_RATIO = 0.83
 
 
@@ -453,12 +453,13 @@ def retrain(run, runs: MarginRuns, name: str, run_seed: int, probe: int = 0) -> 
                    encoder=fresh_encoder(run, run_seed), folder=_folder(name, run_seed, p.seed), probe=probe)
 
 
-def expect_lower_probe_loss(training: pd.DataFrame) -> bool:
-    """The check with teeth on training: the paper's setting (``graded (1, 2, 3)``, else the first run) lowers its
-    probe loss below :data:`PROBE_LOSS_RATIO` of its start, and the runs together lower theirs (a run of a few
-    steps with a small margin may end a little above its start). The paper dry run trains a few steps at the
-    paper's learning rate, so there it is reported, not checked. Returns whether it ran.
-    Shown in: notebooks/cosaemb.ipynb, "Training: one run per margin setting, and the control"."""
+def expect_lower_probe_loss(training: pd.DataFrame, ratio: float = PROBE_LOSS_RATIO) -> bool:
+    """The check with teeth on training: the paper's setting (``graded (1, 2, 3)``, else the first run) ends with its
+    probe loss below ``ratio`` of its start (the chapter's ``probe_loss_ratio``, set per profile above the spread
+    measured over seeds: profiles.yml), and the runs' probe losses together end below ``ratio`` of theirs too (a
+    run of a few steps with a small margin may end a little above its start). The paper dry run trains a few
+    steps of a random stand-in at the paper's learning rate, so there it is reported, not checked. Returns whether
+    it ran. Shown in: notebooks/cosaemb.ipynb, "Training: one run per margin setting, and the control"."""
     from sdr import datasets
 
     if training.empty:
@@ -468,14 +469,15 @@ def expect_lower_probe_loss(training: pd.DataFrame) -> bool:
         print("paper dry run: a few steps at the paper's learning rate; whether the loss falls is checked by real runs")
         return False
     graded = training.loc[GRADED] if GRADED in training.index else training.iloc[0]
-    if not graded["loss after"] < PROBE_LOSS_RATIO * graded["loss before"]:
-        raise ChapterCheckFailed(f"{graded.name}: training did not lower the probe loss below {PROBE_LOSS_RATIO} of "
+    if not graded["loss after"] < ratio * graded["loss before"]:
+        raise ChapterCheckFailed(f"{graded.name}: training did not lower the probe loss below {ratio:g} of "
                                  f"its start ({graded['loss before']:.4f} -> {graded['loss after']:.4f})")
     before, after = training["loss before"].sum(), training["loss after"].sum()
-    if not after < before:
-        raise ChapterCheckFailed(f"training did not lower the runs' probe losses together ({before:.4f} -> {after:.4f})")
-    print(f"check passed: {graded.name} probe loss {graded['loss before']:.4f} -> {graded['loss after']:.4f} "
-          f"(< {PROBE_LOSS_RATIO} of its start); all runs {before:.4f} -> {after:.4f}")
+    if not after < ratio * before:
+        raise ChapterCheckFailed(f"training did not lower the runs' probe losses together below {ratio:g} of their "
+                                 f"start ({before:.4f} -> {after:.4f})")
+    print(f"check passed: {graded.name} probe loss {graded['loss before']:.4f} -> {graded['loss after']:.4f}, all runs "
+          f"{before:.4f} -> {after:.4f} (each < {ratio:g} of its start)")
     return True
 
 

@@ -184,6 +184,9 @@ def what_differs(run, inputs, split, built, runs, scirepeval, leakage) -> dict[s
     missing = [name for name in PARTS if name not in run.parts and name not in ("seeds",)]
     lines["parts"] = ("Parts not run: " + ", ".join(f"{name} ({PARTS[name].reproduces})" for name in missing) + "."
                       if missing else "Every part of the chapter ran.")
+    if not run.data.policy.real_only:
+        lines["parts"] += (" The released checkpoints (Table 4's SciBERT and SPECTER rows) are read at the paper "
+                           "profile only: this profile runs offline.")
     check_deviations(lines, p)
     return lines
 
