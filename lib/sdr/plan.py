@@ -188,7 +188,9 @@ MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512
 MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * 198  # that run's texts: 198 tokens on average
 """Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
 
-KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "text")  # text: CPU text work (a sentence splitter)
+KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "text", "prepare")
+"""``text``: CPU text work (a sentence splitter); ``prepare``: CPU work on the data before training (e.g. splitting
+full text into sentences), its ``hours`` per run."""
 
 
 from dataclasses import dataclass, field  # noqa: E402
@@ -217,10 +219,10 @@ class Work:
 
     ``kind`` is one of :data:`KINDS`. ``train`` lines give examples, epochs, the effective batch, texts per example
     and tokens per text (GPU hours from the measured training throughput); ``encode`` lines the texts embedded per
-    run and tokens per text; ``graph``/``knn``/``svm``/``text`` lines their ``hours`` per run on ``hours_on`` (a CPU
-    or a GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
-    ``requests_per_s``), and, where ``bytes_per_s`` is given, the bytes' transfer time at that bandwidth (an
-    assumption ``how`` states)."""
+    run and tokens per text; ``graph``/``knn``/``svm``/``text``/``prepare`` lines their ``hours`` per run on
+    ``hours_on`` (a CPU or a GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests
+    made (at ``requests_per_s``), and the transfer time: at ``bytes_per_s`` where given, else in ``hours`` at the
+    bandwidth ``how`` states (0: not counted)."""
 
     part: str
     what: str
@@ -268,13 +270,14 @@ class Work:
         return 0.0
 
     def other_hours(self) -> float:
-        """CPU hours (graph, kNN and SVM work on a CPU) and network hours (fetches) of all its runs."""
+        """CPU hours (graph, kNN, SVM and preparation work on a CPU) and network hours (fetches: requests at their rate
+        and the transfer time) of all its runs."""
         if self.kind == "fetch":
             seconds = self.requests / self.requests_per_s if self.requests else 0.0
             if self.bytes_per_s and self.download_bytes:
                 seconds += self.download_bytes / self.bytes_per_s
-            return self.runs * seconds / 3600
-        if self.kind in ("graph", "knn", "svm", "text") and self.hours_on == "CPU":
+            return self.runs * (seconds / 3600 + self.hours)
+        if self.kind in ("graph", "knn", "svm", "text", "prepare") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
 
@@ -392,24 +395,12 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     from sdr.book.profiles import chapter_parameters
     from sdr.parameters import parameter_specs
 
-    import ast
-
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
     # the defaults as values (papermill's inspection gives their source text: '"mean"', not 'mean')
     defaults = {name: spec.default for name, spec in parameter_specs(notebook).items()}
     values = {**defaults, **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
     method = importlib.import_module(f"sdr.methods.{chapter}")
     return method.cost_plan(SimpleNamespace(**values))
-
-
-def _literal(text):
-    """A parameters cell's default, from its source text, as the notebook's namespace holds it."""
-    import ast
-
-    try:
-        return ast.literal_eval(text) if isinstance(text, str) else text
-    except (ValueError, SyntaxError):
-        return text
 
 
 def plan_chapters() -> list[str]:

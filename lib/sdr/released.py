@@ -101,14 +101,17 @@ class ReleasedCheck:
 
 def flat_metrics(benchmark: str, result: Mapping) -> dict[str, float]:
     """An evaluator's output as ``{metric: value}`` in the paper tables' units: SciDocs' 12 metrics and ``avg``
-    (× 100), CSFCube's ``map_<facet>``/``ndcg%20_<facet>`` (× 100), MDCR's per-field and average MAP/Recall,
+    (× 100), CSFCube's ``map_<facet>``/``ndcg%20_<facet>``/``rp_<facet>``/``p@20_<facet>``/``r@20_<facet>`` (test,
+    × 100), MDCR's per-field and average MAP/Recall,
     SciRepEval's aggregates, the sentence benchmarks' ``map@r`` and ``p@1`` (fractions)."""
     from sdr import book
 
     if benchmark == "scidocs":
         return {k: v for k, v in book.scidocs_row(result).items() if not (isinstance(v, float) and math.isnan(v))}
-    if benchmark == "csfcube":
-        return book.csfcube_metrics(result)
+    if benchmark == "csfcube":  # MAP and NDCG%20 (the leaderboard's), and RP, P@20, R@20 (CoSaEmb Table 4's)
+        return {**book.csfcube_metrics(result),
+                **{f"{metric}_{facet}": 100.0 * float(result["test"][facet][metric])
+                   for facet in result["test"] for metric in ("rp", "p@20", "r@20") if metric in result["test"][facet]}}
     if benchmark in ("csabstruct", "pubmed_rct"):
         return book.csabstruct_metrics(result)
     flat: dict[str, float] = {}

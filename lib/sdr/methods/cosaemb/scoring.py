@@ -21,6 +21,7 @@ from sdr.corpus import Paper
 from sdr.methods.cosaemb.chapter import (CONTROL, GRADED, CoSaEmbTriplets, Counts, DistanceOrder, Headings, HeldOut,
                                          MarginRuns, TrainingSource, heldout_gain, retrain)
 from sdr.methods.cosaemb.chunking import Chunker
+from sdr.methods.cosaemb.fidelity import paired_table
 from sdr.methods.cosaemb.recipe import ASPECT_TOKENS, MARGIN_RUNS, aspect_paragraphs, facet_query_text
 
 __all__ = ["Released", "released_specter", "Paragraphs", "paragraph_table", "PaperReader", "CSFCubeScores",
@@ -44,6 +45,7 @@ def released_specter(run) -> Released:
     if not p.specter_model:
         return Released()
     encoder = run.encoder(name=p.specter_model, pooling="cls", max_length=p.max_length)
+    run.branch("released SPECTER scored beside")
     return Released({"SPECTER": encoder}, run.data.model_sources or [f"SPECTER: {p.specter_model} (released)"])
 
 
@@ -58,6 +60,7 @@ class Paragraphs:
     report: dict
     source: str
     sources: list[str]
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
 
     def describe(self) -> str:
         r = self.report
@@ -99,7 +102,9 @@ def paragraph_table(run, inputs, source: TrainingSource, split: HeldOut, models:
         raise ChapterCheckFailed(f"paragraph queries do not add up: {report}")
     line = (f"paragraphs: the aspect texts of {len(split.papers)} held-out papers of the {inputs.full_text.kind} "
             f"full text ({report['chunks']} texts)")
-    return Paragraphs(ours, paper, table, report, line, [*released.sources, line, "CoSaEmb Table 6 (paper rows)"])
+    pairs = paired_table(run, inputs, "cosaemb_paragraphs", ours, paper, ["recall@1", "recall@3"])
+    return Paragraphs(ours, paper, table, report, line, [*released.sources, line, "CoSaEmb Table 6 (paper rows)"],
+                      pairs)
 
 
 # ------------------------------------------------------------------------------------------------- CSFCube, SciRepEval
@@ -143,6 +148,7 @@ class CSFCubeScores:
     query_keys: list
     reader: PaperReader
     sources: list[str]
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
 
     def vectors(self, name: str, encoder) -> dict:
         """CSFCube vectors of model ``name`` read by ``encoder``: every candidate and every (query, facet)."""
@@ -188,6 +194,7 @@ def csfcube_table(run, inputs, models: Mapping, reader: PaperReader, released: R
                                 for system in scores.results}).T
     paper = book.read_paper_table("cosaemb_csfcube")
     scores.table = book.paper_vs_ours(scores.ours, paper, list(columns), f"this book ({run.profile})")
+    scores.pairs = paired_table(run, inputs, "cosaemb_csfcube", scores.ours, paper, ["all_rp", "all_ndcg%20"])
     if len(scores.table) != len(paper) + len(scores.results):
         raise ChapterCheckFailed(f"the CSFCube table has {len(scores.table)} rows, not the paper's {len(paper)} and "
                                  f"our {len(scores.results)}")
@@ -263,6 +270,7 @@ def seed_rows(run, inputs, runs: MarginRuns, csfcube: CSFCubeScores, pooling: st
     for run_seed in runs.seeds[1:]:  # the first seed's encoders are the ones scored already
         for name in runs.leaderboard_models:
             encoder = retrain(run, runs, name, run_seed).encoder
+            run.branch("further seeds trained")
             results[(name, run_seed)] = csfcube_evaluator.evaluate(
                 inputs.csfcube.path, embeddings=csfcube.vectors(name, encoder), return_per_query=True)
             del encoder
@@ -295,6 +303,8 @@ class SciRepEvalScores:
     table: pd.DataFrame
     papers: int
     sources: list[str]
+    task_ids: dict = field(default_factory=dict)  # task → its papers' ids and its group (the leakage audit reads it)
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
 
     @property
     def counted(self) -> dict:
@@ -316,8 +326,11 @@ def scirepeval_table(run, inputs, models: Mapping, reader: PaperReader, released
 
     folder = inputs.scirepeval.path
     papers = {}
+    task_ids = {}
     for task in scirepeval.read_registry(inputs.scirepeval.file("scirepeval_tasks.jsonl")):
-        for document in scirepeval.task_documents(folder, task):
+        documents = scirepeval.task_documents(folder, task)
+        task_ids[task.name] = (task.group, {str(document["doc_id"]) for document in documents})
+        for document in documents:
             papers.setdefault(document["doc_id"], Paper(document["doc_id"], document.get("title") or "",
                                                         document.get("abstract") or ""))
     ids = sorted(papers)
@@ -335,9 +348,11 @@ def scirepeval_table(run, inputs, models: Mapping, reader: PaperReader, released
         rows[name] = {"out_of_task_avg": summary["out_of_train"], "in_task_avg": summary["in_train"],
                       "scidocs_avg": summary["scidocs"], "all_avg": summary["all"]}
     ours = pd.DataFrame(rows).T
-    table = book.paper_vs_ours(ours, book.read_paper_table("cosaemb_scirepeval"), list(ours.columns),
-                               f"this book ({run.profile}, plain embeddings)")
-    return SciRepEvalScores(results, ours, table, len(ids), [*released.sources, "CoSaEmb Table 5 (paper rows)"])
+    paper = book.read_paper_table("cosaemb_scirepeval")
+    table = book.paper_vs_ours(ours, paper, list(ours.columns), f"this book ({run.profile}, plain embeddings)")
+    pairs = paired_table(run, inputs, "cosaemb_scirepeval", ours, paper, ["all_avg"]) if len(ours) else pd.DataFrame()
+    return SciRepEvalScores(results, ours, table, len(ids), [*released.sources, "CoSaEmb Table 5 (paper rows)"],
+                            task_ids, pairs)
 
 
 # ------------------------------------------------------------------------------------------------- the page's record
@@ -362,8 +377,9 @@ def leaderboard(run, inputs, seeds: SeedRows, csfcube: CSFCubeScores, runs: Marg
 
 def store(run, inputs, headings: Headings, counts: Counts, runs: MarginRuns, order: DistanceOrder,
           paragraphs: Paragraphs, csfcube: CSFCubeScores, seeds: SeedRows, scirepeval: SciRepEvalScores,
-          rows: list[dict], released: Released):
-    """The CoSaEmb chapter's record in the results store: its tables, its leaderboard rows and its settings."""
+          rows: list[dict], released: Released, leakage=None, differs: dict | None = None):
+    """The CoSaEmb chapter's record in the results store: its tables (the leakage audit's when given), its
+    leaderboard rows, its settings and what differs from the paper (``differs``, when given)."""
     p = run.p
     tables = {"headings": headings.table.reset_index(), "counts_table2": counts.versus2.reset_index(),
               "counts_table3": counts.versus3.reset_index(),
@@ -371,11 +387,15 @@ def store(run, inputs, headings: Headings, counts: Counts, runs: MarginRuns, ord
               "distance_order": order.table.reset_index(names="model"), "paragraphs": paragraphs.table,
               "csfcube": csfcube.table, "csfcube_seeds": seeds.table.round(3).reset_index(),
               "scirepeval": scirepeval.table}
+    if leakage is not None:
+        tables["leakage"] = leakage.table.assign(examples=leakage.table["examples"].map(", ".join))
     extra = {"model": book.base_model_label(p.model_name, p.model_layers), "max_length": p.max_length,
              "both_directions": p.both_directions, "margin_runs": {r: MARGIN_RUNS[r] for r in p.margin_runs},
              "inter_only_control": p.inter_only_control, "leaderboard_seeds": runs.seeds,
              "csfcube_max_length": p.csfcube_max_length, "elapsed_s": round(time.time() - inputs.started),
              "leaderboard": rows}
+    if differs is not None:
+        extra["what differs from the paper"] = dict(differs)
     path = run.save(tables, extra, sources=[*run.data.sources, *released.sources, paragraphs.source])
     print(f"done in {time.time() - inputs.started:.0f} s")
     return path
@@ -394,7 +414,8 @@ def findings(run, inputs, headings: Headings, built: CoSaEmbTriplets, counts: Co
     paper_recall = paragraphs.paper.set_index("model")["recall@1"]
     paper_graded = paper_recall["CoSaEmb (with margin gradation, 1/2/3)"]
     recall = paragraphs.ours["recall@1"]
-    graded = GRADED if GRADED in recall.index else p.margin_runs[0]
+    # the paper's setting, else the first margin run trained (none: the parts chosen trained no margin run)
+    graded = GRADED if GRADED in recall.index else next((n for n in p.margin_runs if n in recall.index), None)
     full_text = headings.full_text
     largest = counts.table2["Frequency"].idxmax()
     lines = [
@@ -407,21 +428,21 @@ def findings(run, inputs, headings: Headings, built: CoSaEmbTriplets, counts: Co
         "**Paragraph retrieval (Recall@1).** " + ", ".join(f"{name} {points(value)}" for name, value in
                                                          recall.sort_values(ascending=False).items()) + ".",
     ]
-    if "flat (1, 1, 1)" in recall.index:
+    if "flat (1, 1, 1)" in recall.index and graded not in (None, "flat (1, 1, 1)"):
         flat = recall["flat (1, 1, 1)"]
         lines.append(f"**Margin gradation.** The graded (1, 2, 3) run {'beat' if recall[graded] > flat else 'did not beat'} "
-                     f"the flat (1, 1, 1) run here ({points(recall[graded] - flat)} points; the paper's Table 6 has the "
-                     f"graded run ahead by {points(paper_graded - paper_recall['CoSaEmb (w/o margin gradation, 1/1/1)'])}).")
-    if CONTROL in recall.index:
+                     f"the flat (1, 1, 1) run here ({points(recall[graded] - flat)} points; the paper's Table 6, on its arXiv "
+                     f"set, has the graded run ahead by {points(paper_graded - paper_recall['CoSaEmb (w/o margin gradation, 1/1/1)'])}).")
+    if CONTROL in recall.index and graded is not None:
         ahead = recall[graded] > recall[CONTROL]
         verdict = "in line with the paper's argument" if ahead else "so this run does not support the paper's argument"
         lines.append(f"**Full text or more data.** The graded run {'beat' if ahead else 'did not beat'} the control "
                      f"trained on as many of SPECTER's triplets from the same start "
                      f"({points(recall[graded] - recall[CONTROL])} points), {verdict} that the full-text triplets, "
                      "not more training, make the gain.")
-    if "SPECTER" in recall.index:
+    if "SPECTER" in recall.index and graded is not None:
         lines.append(f"**Released SPECTER.** The graded run is {points(recall[graded] - recall['SPECTER'])} points "
-                     f"from the released SPECTER (the paper: {points(paper_graded - paper_recall['SPECTER'])} ahead).")
+                     f"from the released SPECTER (the paper, on its arXiv set: {points(paper_graded - paper_recall['SPECTER'])} ahead).")
     distances = order.table
     intra = [kind for kind in ("local", "global") if kind in distances.columns]
     if intra:
@@ -447,7 +468,7 @@ def findings(run, inputs, headings: Headings, built: CoSaEmbTriplets, counts: Co
         lines.append(f"**SciRepEval (plain embeddings).** Average over the tasks present: graded run "
                      f"{points(scirepeval.ours.loc[graded, 'all_avg'])}, its untrained start "
                      f"{points(scirepeval.ours.loc['untrained', 'all_avg'])}.")
-    if run.profile != "paper":
+    if run.profile != "paper" and len(runs.table):
         models = len(runs.leaderboard_models)
         lines.append(f"At `{run.profile}` these are tiny runs ({int(runs.table['optimizer steps'].max())} optimizer "
                      f"steps at most, {len(runs.seeds)} seed{'s' if len(runs.seeds) > 1 else ''} for the leaderboard "
