@@ -366,11 +366,14 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     import importlib
     from types import SimpleNamespace
 
-    from sdr.book.profiles import chapter_parameters, notebook_parameters
     from sdr.book import paths
+    from sdr.book.profiles import chapter_parameters
+    from sdr.parameters import parameter_specs
 
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
-    values = {**notebook_parameters(notebook), **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
+    # the parameters cell's defaults as values (papermill gives their source text: "['softmax', ...]", "0")
+    defaults = {name: spec.default for name, spec in parameter_specs(notebook).items()}
+    values = {**defaults, **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
     method = importlib.import_module(f"sdr.methods.{chapter}")
     return method.cost_plan(SimpleNamespace(**values))
 
@@ -394,12 +397,14 @@ def plan_chapters() -> list[str]:
 
 def resolve_parts(value, parts: dict) -> tuple[str, ...]:
     """The ``parts`` parameter → the names of the parts to run: ``"all"``, ``"headline"`` (the parts marked
-    ``headline``: the paper's headline table) or a list of part names (each must be a part of the chapter)."""
+    ``headline``: the paper's headline table) or a list of part names (each must be a part of the chapter), given
+    as a list or as one string of names separated by commas (``"released,main"``: a notebook parameter typed
+    ``str`` takes it from ``-p parts released,main``)."""
     if value == "all":
         return tuple(parts)
     if value == "headline":
         return tuple(name for name, part in parts.items() if part.headline)
-    names = [value] if isinstance(value, str) else list(value)
+    names = [name.strip() for name in value.split(",")] if isinstance(value, str) else list(value)
     unknown = [name for name in names if name not in parts]
     if unknown:
         raise ValueError(f"parts {unknown} are not parts of this chapter; choose from {list(parts)}, 'all' or "

@@ -37,6 +37,9 @@ def validation_curves(run, trained: TrainedRuns) -> None:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    if trained.validation.empty:
+        print("no model trained at these parts: no validation curve")
+        return
     grid = sns.relplot(data=trained.validation, x="epoch", y="validation MAP@R", hue="loss", col="training set",
                        kind="line", marker="o", height=3.2, aspect=1.2, facet_kws={"sharey": False})
     grid.figure.suptitle("Validation MAP@R after each epoch (the best epoch is kept)", y=1.03)
@@ -86,6 +89,9 @@ def loss_bars(run, trained: TrainedRuns, ours: pd.DataFrame) -> None:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    if trained.runs.empty:
+        print("no model trained at these parts: no bars")
+        return
     paper4 = book.read_paper_table("scitoricsbert_table4")
     plot = trained.means.reset_index().melt(id_vars=["training set", "loss"], value_vars=["p@1", "map@r"],
                                             var_name="metric", value_name="score")
@@ -180,6 +186,9 @@ def label_curves(run, experiment: LabelExperiment) -> None:
     import seaborn as sns
 
     curve = experiment.curve
+    if curve.empty:
+        print("no model trained on CFS3 at these parts: no label curve")
+        return
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for axis, (metric, title) in zip(axes, (("p@1", "P@1 (Figure 3)"), ("map@r", "MAP@R (Figure 4)"))):
         sns.lineplot(data=curve, x="training labels", y=metric, hue="loss", marker="o", errorbar=None, ax=axis)
@@ -235,29 +244,39 @@ def findings(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Baseline
     label_curve = experiment.curve.groupby("training labels")["map@r"].mean()
     check_summary = gold.summary.iloc[:, 0]
     elapsed = time.perf_counter() - inputs.started
+
+    def reached(data_name: str) -> str:
+        if data_name not in on_csabstruct.index.get_level_values(0):
+            return "not trained at these parts"
+        scores = on_csabstruct.loc[data_name]
+        return f"{scores.min():.3f}–{scores.max():.3f} (best: {scores.idxmax()})"
+
+    check_line = (f"* The check: {p.check_loss} trained on {sets.check_set} gains {gold.gain:+.3f} over untrained [CLS] "
+                  f"in {gold.summary.columns[0]} ({gold.seeds} seed{'s' if gold.seeds > 1 else ''}), against a margin "
+                  f"of {check_summary['margin (2 σ, measured)']:.3f}." if gold.seeds else
+                  f"* The check was not applied: {gold.why_not}.")
+    trained_range = (f"the trained rows range {trained3.min():.3f}–{trained3.max():.3f}" if len(trained3) else
+                     "no trained row at these parts")
+    label_line = (f"* The label experiment, scored on {experiment.evaluation.name}: MAP@R by number of training labels "
+                  + ", ".join(f"{int(n)}: {v:.3f}" for n, v in label_curve.items())
+                  + f" (untrained [CLS]: {experiment.evaluation.untrained[baselines.untrained_cls]['map@r']:.3f})."
+                  if len(experiment.runs) else "* The label experiment (§4.3) did not run at these parts.")
     lines = [
         f"* On CSAbstruct test ({inputs.csabstruct_test.kind}{dry}, {len(sets.test_items):,} sentences), the "
         f"untrained [CLS] encoder reaches MAP@R {cls_row['csabstruct_map@r']:.3f} and its mean pooling "
         f"{mean_row['csabstruct_map@r']:.3f}. Trained on CSAbstruct's gold roles, the losses reach "
-        f"{on_csabstruct.loc['CSAbstruct train'].min():.3f}–{on_csabstruct.loc['CSAbstruct train'].max():.3f} "
-        f"(best: {on_csabstruct.loc['CSAbstruct train'].idxmax()}); trained on CFS3 ({inputs.cfs3_set.origin}), "
-        f"{on_csabstruct.loc['CFS3'].min():.3f}–{on_csabstruct.loc['CFS3'].max():.3f}. The paper's SciBERT runs: "
-        f"softmax {paper4.loc[PAPER_MODEL_NAMES['softmax'], 'csabstruct_map@r']:.3f} against SciBERT avg. "
-        f"{paper4.loc['SciBERT avg.', 'csabstruct_map@r']:.3f}.",
+        f"{reached('CSAbstruct train')}; trained on CFS3 ({inputs.cfs3_set.origin}), {reached('CFS3')}. The paper's "
+        f"SciBERT runs: softmax {paper4.loc[PAPER_MODEL_NAMES['softmax'], 'csabstruct_map@r']:.3f} against SciBERT "
+        f"avg. {paper4.loc['SciBERT avg.', 'csabstruct_map@r']:.3f}.",
         f"* Against untrained [CLS] on CSAbstruct test ({seeds} a model, paired 95 % intervals over its sentences): "
         f"of {len(table)} trained models, {len(above)} {'is' if len(above) == 1 else 'are'} above it with an interval "
         f"that excludes 0 ({', '.join(above) or 'none'}), {len(below)} below it ({', '.join(below) or 'none'}), and "
         f"{len(noise)} within noise.",
-        f"* The check: {p.check_loss} trained on {sets.check_set} gains {gold.gain:+.3f} over untrained [CLS] in "
-        f"{gold.summary.columns[0]} ({gold.seeds} seed{'s' if gold.seeds > 1 else ''}), against a margin of "
-        f"{check_summary['margin (2 σ, measured)']:.3f}.",
+        check_line,
         f"* Table 3 ({'the CF-labelled set' + dry if inputs.cf_input.real else 'the CF replica, not comparable'}): "
         f"untrained [CLS] averages MAP@R {baselines.cf[baselines.untrained_cls]['avg_map@r']:.3f}, mean pooling "
-        f"{baselines.cf[baselines.untrained_mean]['avg_map@r']:.3f}; the trained rows range {trained3.min():.3f}–"
-        f"{trained3.max():.3f}.",
-        f"* The label experiment, scored on {experiment.evaluation.name}: MAP@R by number of training labels "
-        + ", ".join(f"{int(n)}: {v:.3f}" for n, v in label_curve.items())
-        + f" (untrained [CLS]: {experiment.evaluation.untrained[baselines.untrained_cls]['map@r']:.3f}).",
+        f"{baselines.cf[baselines.untrained_mean]['avg_map@r']:.3f}; {trained_range}.",
+        label_line,
         f"* This chapter ran {elapsed / 60:.1f} min at profile `{run.profile}` ({len(trained.runs)} trainings, "
         f"{len(experiment.runs)} label-subset runs) on {book.environment_line()}.",
     ]

@@ -37,7 +37,7 @@ __all__ = [
     "score_sentences", "cf_section_items", "CF_SECTIONS", "score_sections", "table3_row",
     "LabelSchedule", "sample_label_subsets", "items_with_labels", "label_subset_epochs", "label_schedule",
     "Baseline", "BASELINES", "RELEASED", "BOOK_CFS3_INPUTS", "paper_inputs", "CFS3TrainingSet", "cfs3_training_set",
-    "SETTINGS", "TABLE6_KEYS", "settings_table", "plan_runs", "PLAN_TOKENS_PER_SENTENCE", "seed_intervals",
+    "SETTINGS", "TABLE6_KEYS", "settings_table", "seed_intervals",
 ]
 
 #: The five objectives, in the order of the paper's tables.
@@ -247,6 +247,10 @@ def map_at_r_validator(items: Sequence, batch_size: int = 64) -> Callable:
     return validate
 
 
+SEED_INTERVAL_COLUMNS = ["training set", "loss", "seeds", "MAP@R mean", "σ", "Δ vs untrained [CLS]", "95 % low",
+                         "95 % high", "excludes 0"]
+
+
 def seed_intervals(runs, per_query: Mapping[tuple, Mapping[str, float]], reference: Mapping[str, float],
                    samples: int = 2000, seed: int = 0):
     """Per training set and loss: CSAbstruct MAP@R mean ± σ over its seeds and its difference from ``reference``
@@ -274,7 +278,7 @@ def seed_intervals(runs, per_query: Mapping[tuple, Mapping[str, float]], referen
         rows.append({"training set": data_name, "loss": loss, "seeds": count, "MAP@R mean": mean, "σ": sd,
                      "Δ vs untrained [CLS]": interval["difference"], "95 % low": interval["low"],
                      "95 % high": interval["high"], "excludes 0": interval["excludes_zero"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=SEED_INTERVAL_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------------- Table 3
@@ -382,49 +386,6 @@ def label_schedule(n_labels: int, n_all_labels: int, n_train: int, full_epochs: 
         if epochs * batches > max_steps:
             epochs = int(max_steps)
     return LabelSchedule(epochs, batches)
-
-
-#: Tokens per sentence the paper plan assumes (as :func:`sdr.plan.paper_runs`): CFS3's sentences are short, so the
-#: authors' 128-token limit is rarely reached.
-PLAN_TOKENS_PER_SENTENCE = 40
-
-
-def plan_runs(training_sets: Mapping[str, Sequence], losses: Sequence[str], seeds: int, epochs: int, max_length: int,
-              max_batches_per_epoch: int = 0, label_train: Sequence = (), label_counts: Sequence[int] = (),
-              label_losses: Sequence[str] = (), label_seeds: int = 0, seed: int = 0,
-              label_max_steps: int = 0) -> list[dict]:
-    """The chapter's training runs for :meth:`sdr.datasets.ChapterData.plan` (printed at ``paper`` before training).
-
-    One line per training set and loss (each trained ``seeds`` times), then one per label-subset count and loss of
-    the §4.3 experiment on ``label_train`` (CFS3's training split; the subset of ``seed``'s draw, each of
-    ``label_seeds`` seeds drawing its own), with :func:`label_schedule`'s epochs. Examples per epoch are the PK
-    batches a run draws (:func:`pk_batch_sampler`) × 64 sentences.
-    """
-    tokens = min(int(max_length), PLAN_TOKENS_PER_SENTENCE)
-    runs = []
-    for name, train_items in training_sets.items():
-        for loss in losses:
-            p, k = pk_shape(loss)
-            batches = max(1, len(train_items) // (p * k))
-            if max_batches_per_epoch:
-                batches = min(batches, int(max_batches_per_epoch))
-            runs.append(dict(name=f"{loss} on {name} (x {seeds} seed{'s' if seeds != 1 else ''})",
-                             examples=batches * p * k, epochs=int(epochs), effective_batch=p * k, texts_per_example=1,
-                             tokens_per_text=tokens))
-    all_labels = label_space(label_train) if label_train else []
-    counts = [n for n in label_counts if n < len(all_labels)]
-    if counts and label_seeds:
-        for n_labels, subset in sample_label_subsets(all_labels, counts, seed=seed).items():
-            n_train = len(items_with_labels(label_train, subset))
-            for loss in label_losses:
-                p, k = pk_shape(loss)
-                schedule = label_schedule(n_labels, len(all_labels), n_train, epochs, loss,
-                                          max_batches_per_epoch=max_batches_per_epoch, max_steps=label_max_steps)
-                runs.append(dict(name=f"{loss} on {n_labels} labels (x {label_seeds} "
-                                      f"seed{'s' if label_seeds != 1 else ''})",
-                                 examples=schedule.batches_per_epoch * p * k, epochs=schedule.epochs,
-                                 effective_batch=p * k, texts_per_example=1, tokens_per_text=tokens))
-    return runs
 
 
 SETTINGS = SCITORICS_SETTINGS  # the Table 6 values, re-exported for the chapter's settings table
