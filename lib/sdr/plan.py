@@ -190,7 +190,8 @@ MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512
 MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * MEASURED_TOKENS_PER_TEXT
 """Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
 
-KINDS = ("train", "encode", "graph", "knn", "svm", "fetch")
+KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "cpu")
+"""``cpu``: other work on a CPU with its rate in ``how`` (CFS3's tokenising and n-gram matching)."""
 
 
 from dataclasses import dataclass, field  # noqa: E402
@@ -269,7 +270,7 @@ class Work:
         """CPU hours (graph, kNN and SVM work on a CPU) and network hours (fetches) of all its runs."""
         if self.kind == "fetch":
             return self.runs * self.requests / self.requests_per_s / 3600 if self.requests else 0.0
-        if self.kind in ("graph", "knn", "svm") and self.hours_on == "CPU":
+        if self.kind in ("graph", "knn", "svm", "cpu") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
 
