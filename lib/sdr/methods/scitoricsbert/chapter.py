@@ -23,22 +23,22 @@ import torch
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
 from sdr.evaluate import sentences
-from sdr.methods.scitoricsbert.recipe import (BASELINES, CF_SECTIONS, PAPER_MODEL_NAMES, RELEASED, CFS3TrainingSet,
-                                              cf_section_items, cfs3_training_set, items_with_labels, label_schedule,
-                                              label_space, labelled_examples, map_at_r_validator, pk_batch_sampler,
-                                              sample_label_subsets, score_sections, score_sentences, table3_row,
-                                              train_function_model)
+from sdr.methods.scitoricsbert.recipe import (BASELINES, CF_SECTIONS, PAPER_MODEL_NAMES, RELEASED, RELEASED_CHECKS,
+                                              CFS3TrainingSet, cf_section_items, cfs3_training_set, items_with_labels,
+                                              label_schedule, label_space, labelled_examples, map_at_r_validator,
+                                              pk_batch_sampler, sample_label_subsets, score_sections, score_sentences,
+                                              table3_row, train_function_model)
 from sdr.methods.scitoricsbert.parts import training_part
 
-__all__ = ["TRAINING_PARAMETERS", "Check", "CHECKS", "ChapterInputs", "chapter_inputs", "TrainingSets", "training_sets",
-           "leakage_audit", "runs_folder", "RUN_COLUMNS", "CF_RUN_COLUMNS", "TrainedRuns", "train_runs", "Baselines",
-           "score_baselines", "tokenizer_family", "GoldCheck", "gold_check", "LabelEvaluation", "label_evaluation",
+__all__ = ["TRAINING_PARAMETERS", "Check", "CHECKS", "ChapterInputs", "chapter_inputs", "released_models",
+           "TrainingSets", "training_sets", "leakage_audit", "runs_folder", "RUN_COLUMNS", "CF_RUN_COLUMNS",
+           "TrainedRuns", "train_runs", "Baselines", "score_baselines", "tokenizer_family", "GoldCheck", "gold_check", "LabelEvaluation", "label_evaluation",
            "LabelExperiment", "label_experiment", "leaderboard", "store"]
 
 #: The parameters that change training (with the CFS3 origin and CSAbstruct's kind they key the run folder).
 TRAINING_PARAMETERS = ("model_name", "model_layers", "seed", "cfs3_release", "n_papers", "max_length", "epochs",
                        "learning_rate", "max_batches_per_epoch", "max_valid", "cf_replica_papers", "label_max_steps")
-#: Table 4's columns (CSAbstruct and PubMed-RCT test, P@1 and MAP@R).
+
 
 @dataclass(frozen=True)
 class Check:
@@ -118,6 +118,19 @@ def chapter_inputs(run) -> ChapterInputs:
                                  evaluation_texts=cf_texts)
     return ChapterInputs(csabstruct_training, csabstruct_test, pubmed_test, cf_input, cf_sections, cf_texts, cfs3_set,
                          book.base_model_label(p.model_name, p.model_layers), started)
+
+
+# ------------------------------------------------------------------------------------------------- released models
+def released_models(run, inputs: ChapterInputs) -> pd.DataFrame:
+    """The ``released`` part, the chapter's first output at ``paper`` (issue 32): Table 4's released checkpoints
+    (:data:`RELEASED_CHECKS`) embedded through ``sdr evaluate all``'s cached path on CSAbstruct and PubMed-RCT test,
+    beside Table 4's rows, the asserted rows held to ±0.3 points before anything trains
+    (:func:`sdr.released.released_part`; in the paper dry run against the stand-ins' expected values). Below
+    ``paper``: an empty table and one line. Shown in: notebooks/scitoricsbert.ipynb, Released models first."""
+    from sdr.released import released_part
+
+    return released_part(run, RELEASED_CHECKS, {"csabstruct": inputs.csabstruct_test.path,
+                                                "pubmed_rct": inputs.pubmed_test.path})
 
 
 # ------------------------------------------------------------------------------------------------- training data
@@ -628,12 +641,14 @@ def leaderboard(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Basel
 
 def store(run, inputs: ChapterInputs, trained: TrainedRuns, table4: pd.DataFrame, table3: pd.DataFrame,
           intervals: "SeedIntervals", experiment: LabelExperiment, leakage: pd.DataFrame, settings: pd.DataFrame,
-          rows: list[dict], gold: GoldCheck) -> Path:
+          rows: list[dict], gold: GoldCheck, released: pd.DataFrame | None = None) -> Path:
     """The chapter's record in the results store: Tables 3-4 next to the paper's, every run, the seeds' intervals,
-    the label experiment, the leakage audit and Table 6; its leaderboard rows and what the Summary reads."""
+    the label experiment, the leakage audit and Table 6, and, where the ``released`` part scored them, the released
+    models beside the paper; its leaderboard rows and what the Summary reads."""
     p = run.p
     elapsed = time.perf_counter() - inputs.started
-    saved = run.save({
+    extra_tables = {"released models (Table 4)": released} if released is not None and len(released) else {}
+    saved = run.save({**extra_tables,
         "paper vs ours (Table 4, CSAbstruct)": table4, "paper vs ours (Table 3, CF-labelled)": table3,
         "runs": trained.runs, "seeds and intervals": intervals.table, "CF-labelled per run": trained.cf_runs,
         "label subsets (Figs. 3-4)": experiment.runs, "label curve (Figs. 3-4)": experiment.curve,
