@@ -30,10 +30,22 @@ from sdr.methods.scitoricsbert.recipe import (BASELINES, CF_SECTIONS, PAPER_MODE
                                               table3_row, train_function_model)
 from sdr.methods.scitoricsbert.parts import training_part
 
-__all__ = ["TRAINING_PARAMETERS", "Check", "CHECKS", "ChapterInputs", "chapter_inputs", "released_models",
+__all__ = ["DRY_RUN_BRANCHES", "TRAINING_PARAMETERS", "Check", "CHECKS", "ChapterInputs", "chapter_inputs", "released_models",
            "TrainingSets", "training_sets", "leakage_audit", "runs_folder", "RUN_COLUMNS", "CF_RUN_COLUMNS",
            "TrainedRuns", "train_runs", "Baselines", "score_baselines", "tokenizer_family", "GoldCheck", "gold_check", "LabelEvaluation", "label_evaluation",
            "LabelExperiment", "label_experiment", "leaderboard", "store"]
+
+#: The branches of the ``paper`` path the paper dry run must take (``run.branch``; :func:`sdr.dryrun.branches_taken`):
+#: the released checks asserted before training, training on the released CFS3 split, the CF-labelled set read in
+#: its release layout, Table 4's baselines loaded in both tokenizer families (their stand-ins: WordPiece BERT and
+#: byte-level BPE RoBERTa), the seed loop's body (a model trained with several seeds), trained models that score
+#: differently from the untrained encoder, the check computed on CSAbstruct train (the paper path's check set), the
+#: §4.3 label subsets trained, and the leaderboard rows stored (the whole CSAbstruct test scored).
+DRY_RUN_BRANCHES = ("released checks asserted", "trained on the released CFS3 split",
+                    "CF-labelled set read in its release layout", "baseline of the WordPiece bert family scored",
+                    "baseline of the byte-level BPE roberta family scored", "several seeds a model",
+                    "trained rows differ from the untrained encoder", "check computed on CSAbstruct train",
+                    "label subsets trained", "leaderboard rows stored")
 
 #: The parameters that change training (with the CFS3 origin and CSAbstruct's kind they key the run folder).
 TRAINING_PARAMETERS = ("model_name", "model_layers", "seed", "cfs3_release", "n_papers", "max_length", "epochs",
@@ -116,6 +128,10 @@ def chapter_inputs(run) -> ChapterInputs:
     cfs3_set = cfs3_training_set(data, release=p.cfs3_release, csabstruct=csabstruct_training, seed=p.seed,
                                  replica=lambda folder: write_cfs3(synthetic(), folder / "CFS3.jsonl"),
                                  evaluation_texts=cf_texts)
+    if cfs3_set.origin == "release":
+        run.branch("trained on the released CFS3 split")
+    if cf_input.real:
+        run.branch("CF-labelled set read in its release layout")
     return ChapterInputs(csabstruct_training, csabstruct_test, pubmed_test, cf_input, cf_sections, cf_texts, cfs3_set,
                          book.base_model_label(p.model_name, p.model_layers), started)
 
@@ -347,7 +363,7 @@ def train_runs(run, inputs: ChapterInputs, sets: TrainingSets) -> TrainedRuns:
                 if len(result.validation) != p.epochs or result.validation[result.best_epoch] != max(result.validation):
                     raise ChapterCheckFailed(f"{run_name}: validated {len(result.validation)} of {p.epochs} epochs, "
                                              f"kept epoch {result.best_epoch} of {result.validation}")
-    if len({seed for seed in (r["seed"] for r in runs)}) > 1:
+    if any(count > 1 for count in pd.Series([(r["training set"], r["loss"]) for r in runs]).value_counts()):
         run.branch("several seeds a model")
     batches = pd.DataFrame([{"training set": d, "loss": l, "P": pk, "K": k, "batches per epoch": n}
                             for (d, l), (pk, k, n) in shapes.items()],
@@ -633,6 +649,7 @@ def leaderboard(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Basel
     if len(rows) != len(baselines.external) + len(trained.runs):
         raise ChapterCheckFailed(f"{len(rows)} leaderboard rows, expected {len(baselines.external)} external and "
                                  f"{len(trained.runs)} trained")
+    run.branch("leaderboard rows stored")
     print(f"leaderboard: {len(trained.runs)} trained rows ({trained.runs.groupby(['training set', 'loss']).ngroups} "
           f"models × {p.leaderboard_seeds} seed{'s' if p.leaderboard_seeds > 1 else ''}) and "
           f"{len(baselines.external)} external rows stored, read at {p.max_length} tokens, compared with {reference!r}")

@@ -18,8 +18,9 @@ from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
 from sdr.methods.scitoricsbert.chapter import (Baselines, ChapterInputs, GoldCheck, LabelExperiment, TrainedRuns,
                                                TrainingSets)
-from sdr.methods.scitoricsbert.recipe import (CF_SECTIONS, LOSSES, PAPER_MODEL_NAMES, RELEASED, pk_shape,
-                                              seed_intervals, settings_table)
+from sdr.methods.scitoricsbert.fidelity import table3_pairs, table4_pairs
+from sdr.methods.scitoricsbert.recipe import (CF_SECTIONS, LOSSES, PAPER_MODEL_NAMES, pk_shape, seed_intervals,
+                                              settings_table)
 
 __all__ = ["TABLE4_METRICS", "validation_curves", "table4_rows", "table4_next_to_paper", "loss_bars",
            "SeedIntervals", "intervals_over_seeds", "table3_rows", "table3_next_to_paper", "label_curves", "table6",
@@ -64,22 +65,24 @@ def table4_rows(baselines: Baselines, trained: TrainedRuns) -> pd.DataFrame:
     return ours
 
 
-def table4_next_to_paper(run, inputs: ChapterInputs, ours: pd.DataFrame, baselines: Baselines) -> pd.DataFrame:
-    """Table 4's paper rows over ours (:func:`sdr.book.show_paper_vs_ours`), then what the data policy says of our
-    PubMed-RCT columns and, when scored, the released SciToricsBERT against the paper's softmax rows.
+def table4_next_to_paper(run, inputs: ChapterInputs, sets: TrainingSets, ours: pd.DataFrame, baselines: Baselines,
+                         trained: TrainedRuns) -> pd.DataFrame:
+    """Table 4's paper rows over ours (:func:`sdr.book.show_paper_vs_ours`), what the data policy says of our
+    PubMed-RCT columns, then which of our rows pair with a paper row under the one rule (:func:`table4_pairs`: same
+    data, model and protocol), each pair with its difference, every other row apart with the reason.
     Shown in: notebooks/scitoricsbert.ipynb, CSAbstruct test: ours next to Table 4."""
+    from IPython.display import display
+
     comparison = book.show_paper_vs_ours(run, ours, "scitoricsbert_table4", columns=TABLE4_METRICS, decimals=3,
                                          label=f"this book ({run.profile}, {inputs.model_label})",
                                          sources=[TABLE4_SOURCE, *run.data.model_sources])
     if not inputs.pubmed_test.real:
         print("PubMed-RCT columns of our rows: the replica (synthetic abstracts), not comparable with the paper's "
               "numbers")
-    if RELEASED.name in baselines.scores:
-        released = baselines.scores[RELEASED.name]
-        paper_softmax = book.read_paper_table("scitoricsbert_table4").set_index("model").loc[RELEASED.table4]
-        print(f"released SciToricsBERT (one checkpoint) vs the paper's softmax rows (mean of 5 seeds), CSAbstruct "
-              f"MAP@R: {released['csabstruct_map@r']:.3f} vs {paper_softmax['csabstruct_map@r']:.3f}; PubMed-RCT "
-              f"MAP@R: {released['pubmedrct_map@r']:.3f} vs {paper_softmax['pubmedrct_map@r']:.3f}")
+    for test, pairs in table4_pairs(run, inputs, sets, ours, baselines, trained).items():
+        print(f"{test}: our rows paired with Table 4's where data, model and protocol are the paper's "
+              f"({int(pairs['pairs'].sum())} of {len(pairs)}); the others apart, with the reason")
+        display(pairs.round(3))
     return comparison
 
 
@@ -165,10 +168,14 @@ def table3_rows(baselines: Baselines, trained: TrainedRuns) -> pd.DataFrame:
     return ours
 
 
-def table3_next_to_paper(run, inputs: ChapterInputs, ours: pd.DataFrame) -> pd.DataFrame:
+def table3_next_to_paper(run, inputs: ChapterInputs, sets: TrainingSets, ours: pd.DataFrame, baselines: Baselines,
+                         trained: TrainedRuns) -> pd.DataFrame:
     """Table 3's paper rows over ours (:func:`sdr.book.show_paper_vs_ours`); our rows are labelled a REPLICA, not
-    comparable, where the data policy scored the CF-labelled replica.
+    comparable, where the data policy scored the CF-labelled replica; then the rows the one rule pairs with Table 3's
+    (:func:`table3_pairs`), the others apart with the reason.
     Shown in: notebooks/scitoricsbert.ipynb, Table 3: the CF-labelled sentences."""
+    from IPython.display import display
+
     label = f"this book ({run.profile}, {inputs.model_label})"
     comparison = book.show_paper_vs_ours(run, ours, "scitoricsbert_table3", columns=_table3_metrics(), decimals=3,
                                          label=label if inputs.cf_input.real else f"{label}, CF REPLICA: not comparable",
@@ -176,6 +183,10 @@ def table3_next_to_paper(run, inputs: ChapterInputs, ours: pd.DataFrame) -> pd.D
     if not inputs.cf_input.real:
         print("Our rows: the CF-labelled REPLICA (synthetic sentences), not comparable with the paper's numbers; the "
               "real set is scored when found ($SDR_DATA/cf_sentences; required at paper)")
+    pairs = table3_pairs(run, inputs, sets, ours, baselines, trained)
+    print(f"our rows paired with Table 3's where data, model and protocol are the paper's ({int(pairs['pairs'].sum())} "
+          f"of {len(pairs)}); the others apart, with the reason")
+    display(pairs.round(3))
     return comparison
 
 
