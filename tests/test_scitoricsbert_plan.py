@@ -123,6 +123,7 @@ def test_parts_parameter_names_parts_by_commas_and_refuses_others():
 
 def test_t4_words():
     assert st.t4_words(0.001) == "under a minute on a T4 (scaled estimate)"
+    assert st.t4_words(0.25) == "≈ 15 T4 min (scaled estimate): fits one Colab session"
     assert st.t4_words(2.0) == "≈ 2.0 T4 h (scaled estimate): fits one Colab session"
     assert st.t4_words(25.2).startswith("≈ 25.2 T4 h (scaled estimate): about 3 Colab sessions")
     assert math.ceil(25.2 / st.parts.COLAB_SESSION_HOURS) == 3

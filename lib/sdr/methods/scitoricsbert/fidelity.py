@@ -199,8 +199,8 @@ def _differs(state: dict, *keys: str) -> bool:
 
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("model", ("model_name", "model_layers"), lambda s: _differs(s, "model_name", "model_layers"),
-              lambda s: f"**Model**: {_model(s['model_name'], s['model_layers'])}, not SciBERT "
-                        f"({PAPER_BASE_MODEL}); no row of ours is then the paper's."),
+              lambda s: f"**Model**: {_model(s['model_name'], s['model_layers'])}, where the paper fine-tunes the "
+                        f"whole of SciBERT ({PAPER_BASE_MODEL}): no trained row of ours pairs with the paper's."),
     Deviation("cfs3", ("cfs3_release",), lambda s: s["origin"] != "release",
               lambda s: "**CFS3** is " + ("the book's own build from the Academic Phrasebank and the sentences "
                                           "available offline (no S2ORC full text, no PPDB, no root check): hundreds "

@@ -131,6 +131,8 @@ def t4_words(hours: float) -> str:
     """What a Colab T4 user can finish of a part of ``hours`` T4 hours (the plan's scaled estimate)."""
     if hours < 1 / 60:
         return "under a minute on a T4 (scaled estimate)"
+    if hours < 1:
+        return f"≈ {hours * 60:.0f} T4 min (scaled estimate): fits one Colab session"
     if hours <= COLAB_SESSION_HOURS:
         return f"≈ {hours:.1f} T4 h (scaled estimate): fits one Colab session"
     sessions = math.ceil(hours / COLAB_SESSION_HOURS)
