@@ -33,7 +33,12 @@ It needs ``datasets`` and ``accelerate`` (a note says when they are missing). En
 :meth:`sdr.encoders.Encoder.encode_texts` against sentence-transformers' ``encode`` follows (one run each).
 
 Usage: ``python benchmarks/bench_train_gpu.py [--steps 20] [--runs 3] [--compile] [--quick]``; raw output goes
-to ``benchmarks/results/train_gpu_<device>.txt``. Measurements, not asserted by any test (the MFU formula is:
+to ``benchmarks/results/train_gpu_<device>.txt`` (or ``--out``). ``--variants`` (``padded16k``, ``packed16k``,
+``packed64k``, ``compiled16k``, ``compiled64k``), ``--settings``, ``--no-st``, ``--no-encode`` and ``--label``
+choose what runs; the last line (``BENCH_JSON``) holds the measurements for ``device_check_summary.py``, which
+pools the single-run processes of ``benchmarks/device_check.sh`` (the library on ``PYTHONPATH`` is timed: the
+device check alternates a baseline checkout and this one). A compiled variant's warm-up is the timed call
+itself, so every shape it meets is compiled before timing. Measurements, not asserted by any test (the MFU formula is:
 ``tests/test_bench_mfu.py``).
 """
 
@@ -53,6 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_synthetic import machine_line, peak_rss_mib  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: sdr.train variants: key → (packed, chunk tokens, torch.compile of the packed forward)
+VARIANTS = {"padded16k": (False, 16384, False), "packed16k": (True, 16384, False), "packed64k": (True, 65536, False),
+            "compiled16k": (True, 16384, True), "compiled64k": (True, 65536, True)}
 #: dense (no sparsity) tensor-core peak TFLOP/s by device-name fragment, more specific names first, and the
 #: precision it is for (vendor data sheets): bf16 where the GPU has it, fp16 on T4 and V100
 PEAK_TFLOPS = {
@@ -140,6 +148,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 steps, 1 run, 256 papers encoded; nothing written")
     parser.add_argument("--compile", action="store_true",
                         help="also time the packed forward and sentence-transformers under torch.compile")
+    parser.add_argument("--variants", default="",
+                        help="comma-separated sdr.train variants to time (default: padded16k,packed16k, and on CUDA "
+                             f"packed64k, plus compiled16k with --compile); any of {', '.join(VARIANTS)}")
+    parser.add_argument("--settings", default="synthetic graph,no repeats", help="comma-separated triplet settings")
+    parser.add_argument("--no-st", action="store_true", help="skip sentence-transformers' trainer")
+    parser.add_argument("--no-encode", action="store_true", help="skip the encoding (inference) comparison")
+    parser.add_argument("--label", default="", help="a name for this run's library (the device check: baseline, new)")
+    parser.add_argument("--out", type=Path, default=None, help="write the raw output here (instead of results/)")
     parser.add_argument("--long-texts", action="store_true",
                         help="every text four abstracts long, so each runs at max_length (512 on CUDA): peak memory "
                              "at the longest inputs; output to train_gpu_<device>_512.txt")
@@ -159,6 +175,11 @@ def main() -> None:
         args.encode_papers = min(args.encode_papers, 256)
     if args.quick:
         args.steps, args.runs, args.encode_papers = min(args.steps, 3), 1, min(args.encode_papers, 256)
+    import sdr
+    import sdr.encoders
+
+    # the library under test (the device check times a baseline checkout and this one, alternately)
+    library = f"sdr from {Path(sdr.__file__).resolve().parent}" + (f" ({args.label})" if args.label else "")
 
     base = Encoder.load("minilm", num_layers=2, max_length=128, device="cpu")
     folder = Path(tempfile.mkdtemp())
@@ -206,6 +227,11 @@ def main() -> None:
         "synthetic graph": (graph_triplets[:n_triplets], {pid: pool[i % len(pool)] for i, pid in enumerate(ids)}),
         "no repeats": no_repeat_triplets(n_triplets, pool, args.batch_size),
     }
+    wanted = [name.strip() for name in args.settings.split(",") if name.strip()]
+    unknown = sorted(set(wanted) - set(settings))
+    if unknown:
+        raise SystemExit(f"--settings: unknown {unknown}; expected some of {sorted(settings)}")
+    settings = {name: settings[name] for name in settings if name in wanted}
     lengths_of = {}
     statistics_of = {}
     for setting, (triplets, texts) in settings.items():
@@ -248,7 +274,7 @@ def main() -> None:
     def seconds_of_ours(variant: dict, triplets, texts) -> tuple[float, float | None]:
         """Wall time of the timed steps of sdr.train: T(steps + 1) - T(1), after a warm-up call."""
         run = Encoder.load(str(folder / "model"), device=str(device), packed=variant["packed"])
-        run.compile_packed = variant["compile"]
+        run.compile_packed = variant["compile"]  # the library's own compile (bucketed in the new one)
         objective = TripletObjective(texts)
 
         def call(n_steps: int) -> float:
@@ -260,7 +286,8 @@ def main() -> None:
             synchronize()
             return time.perf_counter() - start
 
-        call(3 if variant["compile"] else 1)  # warm-up (and compilation)
+        # warm-up; compiled: the timed call's own steps, so every shape it meets is compiled before timing
+        call(args.steps + 1 if variant["compile"] else 1)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         one = call(1)
@@ -324,14 +351,24 @@ def main() -> None:
 
     # ---------------------------------------------------------------- the trainers, alternating
     packed_label = "packed" + ("" if plan.packed else " (not the default here)")
-    variants = {"sdr.train, padded chunks of 16K tokens": {"packed": False, "chunk_tokens": 16384, "compile": False},
-                f"sdr.train, {packed_label}, 16K-token chunks": {"packed": True, "chunk_tokens": 16384, "compile": False}}
-    if device.type == "cuda":
-        variants[f"sdr.train, {packed_label}, 64K-token chunks"] = {"packed": True, "chunk_tokens": 65536,
-                                                                  "compile": False}
-        if args.compile:
-            variants["sdr.train, packed + torch.compile"] = {"packed": True, "chunk_tokens": 16384, "compile": True}
+    chosen = [name.strip() for name in args.variants.split(",") if name.strip()]
+    if not chosen:
+        chosen = ["padded16k", "packed16k"] + (["packed64k"] + (["compiled16k"] if args.compile else [])
+                                               if device.type == "cuda" else [])
+    if chosen == ["none"]:  # sentence-transformers only
+        chosen = []
+    unknown = sorted(set(chosen) - set(VARIANTS))
+    if unknown:
+        raise SystemExit(f"--variants: unknown {unknown}; expected some of {list(VARIANTS)}")
+    variants = {}
+    for key in chosen:
+        packed, chunk_tokens, compiled = VARIANTS[key]
+        path = f"{packed_label}{' + torch.compile' if compiled else ''}" if packed else "padded chunks"
+        variants[f"sdr.train [{key}], {path}, {chunk_tokens // 1024}K-token chunks"] = {
+            "packed": packed, "chunk_tokens": chunk_tokens, "compile": compiled, "key": key}
     trainers = [(name, "ours", variant) for name, variant in variants.items()]
+    if args.no_st:
+        have_st_trainer = False
     if have_st_trainer:
         trainers.append(("sentence-transformers", "st", False))
         if args.compile:
@@ -349,7 +386,7 @@ def main() -> None:
                 memory_of[(setting, name)] = max(memory or 0.0, memory_of.get((setting, name), 0.0))
                 print(f"run {run_number + 1}, {setting}, {name}: {timed / seconds:.1f} triplets/s", flush=True)
 
-    lines = [machine_line("bench_train_gpu"), device_text,
+    lines = [machine_line("bench_train_gpu"), device_text, library,
              f"plan: {plan.describe()}",
              f"model: {label}, {n_parameters / 1e6:.1f} M parameters, {n_matmul / 1e6:.1f} M in matrix products "
              f"(MFU counts these); texts: {source}, {np.mean(list(lengths_of.values())):.0f} tokens per text (mean)",
@@ -370,7 +407,7 @@ def main() -> None:
             memory = memory_of[(setting, name)]
             memory_text = f"{memory:.1f} GiB" if device.type == "cuda" else f"{peak_rss_mib():.0f} MiB RSS (process)"
             lines.append(f"  {name:<66}{median_range(speeds):>26}{mfu_text:>7}{padding:>9}  {memory_text}")
-        if have_st_trainer:
+        if have_st_trainer and variants:
             best = max((n for n, k, _ in trainers if k == "ours"), key=lambda n: statistics.median(measured[(setting, n)]))
             st = statistics.median(measured[(setting, "sentence-transformers")])
             lines.append(f"  fastest sdr.train ({best}) / sentence-transformers: "
@@ -379,8 +416,24 @@ def main() -> None:
         versions = __import__("sentence_transformers").__version__, __import__("transformers").__version__
         for name, used in st_used.items():
             lines.append(f"{name}: sentence-transformers {versions[0]} (transformers {versions[1]}), {used}")
+    elif args.no_st:
+        lines.append("sentence-transformers' trainer: not run (--no-st)")
     else:
         lines.append("sentence-transformers' trainer: not run (needs the `datasets` and `accelerate` packages)")
+    # what the device check's summary pools over processes (benchmarks/device_check_summary.py)
+    record = {"label": args.label, "library": library, "device": device_text, "peak": list(peak) if peak else None,
+              "timed_triplets": timed, "steps": args.steps, "source": source,
+              "settings": {setting: {"repeated": stats["repeated"], "flops_ours": stats["ours"],
+                                     "flops_all": stats["all"]} for setting, stats in statistics_of.items()},
+              "trainers": {name: {"kind": kind, "key": variant["key"] if kind == "ours" else
+                                  ("st-compiled" if variant else "st")} for name, kind, variant in trainers},
+              "measured": {f"{setting} / {name}": values for (setting, name), values in measured.items()},
+              "memory_gib": {f"{setting} / {name}": value for (setting, name), value in memory_of.items()}}
+    if args.no_encode:
+        text = "\n".join(lines + ["BENCH_JSON " + json.dumps(record)])
+        print(text)
+        _write(args, text, device, torch)
+        return
 
     # ---------------------------------------------------------------- encoding (inference), one run each
     from sentence_transformers import SentenceTransformer
@@ -407,13 +460,19 @@ def main() -> None:
         lines.append(f"  batch {batch:>4}: Encoder.encode_texts padded {rates[False]:>8.1f}, packed {rates[True]:>8.1f}"
                      f"   sentence-transformers encode {theirs:>8.1f}   ratio (packed) {rates[True] / theirs:.2f}x")
         print(lines[-1], flush=True)
-    text = "\n".join(lines)
+    text = "\n".join(lines + ["BENCH_JSON " + json.dumps(record)])
     print(text)
-    if not args.quick:
+    _write(args, text, device, torch)
+
+
+def _write(args, text: str, device, torch) -> None:
+    """The raw output: to ``--out``, else (not ``--quick``) to benchmarks/results/train_gpu_<device>.txt."""
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    elif not args.quick:
         name = "cpu" if device.type == "cpu" else "-".join(torch.cuda.get_device_name(device).lower().split())
         (RESULTS / f"train_gpu_{name}{'_512' if args.long_texts else ''}.txt").write_text(text + "\n")
-    print(json.dumps({f"{setting} / {name}": statistics.median(values)
-                      for (setting, name), values in measured.items()}))
 
 
 if __name__ == "__main__":

@@ -53,3 +53,31 @@ def test_the_no_repeat_setting_has_no_repeated_text_within_a_step():
     steps = step_texts(triplets, texts, batch_size=32)
     assert [len(step) for step in steps] == [96, 96]
     assert all(len(set(step)) == 96 for step in steps)
+
+
+def test_the_device_check_script_parses_and_its_summary_pools_runs_over_processes(tmp_path):
+    """benchmarks/device_check.sh is run once, on a GPU machine: a syntax error there costs the run. Its
+    summary pools one-run processes per (library, variant): median, min–max and MFU at the median."""
+    import json
+    import subprocess
+
+    from device_check_summary import read_records, summary
+
+    root = Path(__file__).resolve().parents[1]
+    assert subprocess.run(["bash", "-n", str(root / "benchmarks" / "device_check.sh")]).returncode == 0
+
+    def record(label, speeds):
+        name = "sdr.train [packed16k], packed, 16K-token chunks"
+        return {"label": label, "library": f"sdr ({label})", "device": "device: H200", "peak": [989.0, "bf16"],
+                "timed_triplets": 640, "steps": 20, "source": "CSAbstruct",
+                "settings": {"no repeats": {"repeated": 0.0, "flops_ours": 989e12 * 0.25, "flops_all": 989e12 * 0.25}},
+                "trainers": {name: {"kind": "ours", "key": "packed16k"}},
+                "measured": {f"no repeats / {name}": speeds}, "memory_gib": {f"no repeats / {name}": 7.5}}
+
+    for number, (label, speed) in enumerate([("baseline", 600.0), ("new", 800.0), ("baseline", 640.0),
+                                             ("new", 700.0), ("baseline", 620.0), ("new", 900.0)]):
+        (tmp_path / f"bench_{number}.txt").write_text("table\nBENCH_JSON " + json.dumps(record(label, [speed])) + "\n")
+    text = summary(read_records(sorted(tmp_path.glob("bench_*.txt"))))
+    # 640 triplets in 640 / 800 = 0.8 s at the new median: a quarter of a second of peak FLOPs → 31.2 % MFU
+    assert "800.0 (700.0–900.0)     3   31.2%" in text and "620.0 (600.0–640.0)     3   24.2%" in text
+    assert "new / baseline, packed16k: 1.29x" in text

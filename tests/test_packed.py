@@ -176,3 +176,88 @@ def test_flash_attention_is_asked_for_only_where_it_runs():
     torch.testing.assert_close(nested[:3], first.transpose(0, 1), atol=1e-6, rtol=1e-5)
     with pytest.raises(ValueError, match="attention must be one of"):
         sdr.packed.pool_packed_stream(None, (None, None, offsets), (3, 4), "cls", attention="math")
+
+
+# ------------------------------------------------------------------------------------------ speed changes
+def test_pack_pads_to_a_bucketed_shape_with_short_pad_texts():
+    ids = [[5, 6, 7], [8], [9, 10]]
+    tokens, texts = sdr.packed.padded_shape(6, 3, max_segment=4)
+    assert (tokens, texts) == (64, 18)  # the smallest token bucket; 15 pad texts of 3 or 4 tokens (≤ 4 each)
+    flat, positions, offsets = sdr.packed.pack_on_host(ids, torch.device("cpu"), (tokens, texts), pad_id=0)
+    assert flat.shape == positions.shape == (64,) and offsets.shape == (19,)
+    assert flat[:6].tolist() == [5, 6, 7, 8, 9, 10] and flat[6:].eq(0).all()
+    lengths = (offsets[1:] - offsets[:-1]).tolist()
+    assert lengths[:3] == [3, 1, 2] and all(1 <= n <= 4 for n in lengths[3:])
+    assert all(positions[offsets[i]:offsets[i + 1]].tolist() == list(range(n)) for i, n in enumerate(lengths))
+    for tokens_, texts_ in ((1, 1), (64, 2), (700, 5), (18_500, 96), (65_536, 300)):
+        padded, padded_texts = sdr.packed.padded_shape(tokens_, texts_, 512)
+        assert tokens_ <= padded <= tokens_ * 1.125 + 64  # 8 sizes per power of two: at most 1/8 more tokens
+        assert padded_texts - texts_ == -(-(padded - tokens_) // 512)  # the fewest pad texts of ≤ 512 tokens
+    sizes = {sdr.packed.padded_shape(n, 96, 512)[0] for n in range(16_385, 32_769)}
+    assert len(sizes) == 8  # a few shapes for a whole octave of token counts
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_a_stream_padded_to_a_bucket_pools_the_same_embeddings(pooling):
+    """The pad texts attend only to themselves, so the real texts' embeddings are those of the unpadded
+    stream; pooling drops the pad texts."""
+    encoder = _encoder(pooling)
+    ids = encoder.token_ids(list(TEXTS.values()))
+    lengths = [len(row) for row in ids]
+    shape = sdr.packed.padded_shape(sum(lengths), len(ids), encoder.max_length)
+    padded = sdr.packed.pack_on_host(ids, torch.device("cpu"), shape)
+    with torch.no_grad():
+        expected = sdr.packed.pool_packed_stream(encoder.model, pack(ids, torch.device("cpu")),
+                                                 (min(lengths), max(lengths)), pooling)
+        got = sdr.packed.pool_packed_stream(encoder.model, padded, (1, encoder.max_length), pooling,
+                                            real=(len(ids), sum(lengths)))
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_balanced_chunks_bound_the_tokens_without_a_tiny_last_chunk():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        sizes = np.sort(rng.integers(1, 513, size=int(rng.integers(1, 200))))[::-1]
+        bound = int(rng.choice([512, 1000, 4096, 16384]))
+        chunks = sdr.encoders.balanced_chunks(np.arange(len(sizes)), sizes, bound)
+        assert np.array_equal(np.concatenate(chunks), np.arange(len(sizes)))  # consecutive, every row once
+        tokens = [int(sizes[chunk].sum()) for chunk in chunks]
+        assert all(n <= bound or len(chunk) == 1 for n, chunk in zip(tokens, chunks))
+        if len(chunks) > 1 and min(len(chunk) for chunk in chunks) > 1:
+            # nearly equal: no chunk is much smaller than the mean (a greedy fill leaves any remainder last)
+            assert min(tokens) >= sum(tokens) / len(tokens) - 512, (tokens, bound)
+    # 96 texts of 26.7K tokens, 16K-token chunks: greedy 16.3K + 10.4K, balanced two of ~13K
+    encoder = _encoder("cls")
+    encoder.packed, encoder.chunk_tokens = True, 16384
+    lengths = [int(n) for n in np.sort(rng.integers(50, 512, 96))[::-1]]
+    balanced = [sum(lengths[i] for i in chunk) for chunk in encoder.chunks(lengths)]
+    encoder.balance_chunks = False
+    greedy = [sum(lengths[i] for i in chunk) for chunk in encoder.chunks(lengths)]
+    assert len(balanced) == len(greedy) == 2 and max(balanced) - min(balanced) < 512 < max(greedy) - min(greedy)
+
+
+def test_compiled_chunks_padded_to_buckets_never_compile_per_step():
+    """With ``compile_buckets`` the compiled forward sees bucketed token counts and constant seqlens, and the
+    text count is dynamic: chunks in the same bucket with other text counts reuse the graph, a second bucket
+    compiles once more (a graph general in the token count: torch's automatic dynamic shapes), a third none;
+    the embeddings are the eager forward's."""
+    from torch._dynamo.utils import counters
+
+    eager, compiled = _encoder("mean", layers=1), _encoder("mean", layers=1)
+    eager.packed = compiled.packed = True
+    compiled.compile_packed = True
+    ids = compiled.token_ids(list(TEXTS.values()) * 4)
+    subsets = [ids[:3], ids[3:7], ids[:8], ids[:20]]  # ≤ 64 tokens (3 and 4 texts), 65-72 tokens, > 128 tokens
+    assert [sdr.packed.bucket(sum(map(len, s)), 8, 64) for s in subsets][:2] == [64, 64]
+    assert len({sdr.packed.bucket(sum(map(len, s)), 8, 64) for s in subsets}) == 3
+    torch._dynamo.reset()
+    counters.clear()
+    graphs = []
+    with torch.no_grad():
+        for subset in subsets:
+            torch.testing.assert_close(compiled.embed_token_ids(subset), eager.embed_token_ids(subset),
+                                       atol=1e-5, rtol=1e-5)
+            graphs.append(counters["stats"]["unique_graphs"])
+    # (the CPU's nested-tensor attention splits the forward into a few graphs; each is compiled at most twice)
+    assert graphs[0] > 0 and graphs[1] == graphs[0] and graphs[3] == graphs[2] <= 2 * graphs[0], graphs

@@ -9,22 +9,21 @@ from sdr.datasets import ChapterData
 
 
 def test_measured_throughput_is_the_median_of_the_committed_runs():
-    results = plan.PAPER_TABLES.parents[1] / "benchmarks" / "results"
-    raw = "".join(p.read_text() for p in sorted(results.glob("train_gpu_nvidia-h100-80gb-hbm3*.txt"))
-                  if not p.name.endswith("_512.txt"))
     import re
 
-    runs = [float(x) for x in re.findall(r"sdr.train, packed, 16K tokens a chunk\s+([\d.]+)", raw)]
-    assert sorted(runs) == sorted(plan.MEASURED_RUNS_TRIPLETS_PER_S) and "198 tokens per text (mean)" in raw
-    assert plan.MEASURED_TRIPLETS_PER_S == pytest.approx(583.45)  # the median of 520.0, 571.4, 595.5, 649.7
-    assert plan.MEASURED_TOKENS_PER_S == pytest.approx(583.45 / 32 * 70 * 198)
+    raw = (plan.PAPER_TABLES.parents[1] / "benchmarks" / "results" / "train_gpu_nvidia-h200.txt").read_text()
+    section = raw.split("# bench_new-compiled_1.txt", 1)[1]
+    runs = [float(x) for x in re.findall(r"run \d, no repeats, sdr.train \[compiled64k\].*?: ([\d.]+) triplets/s", raw)]
+    assert sorted(runs) == sorted(plan.MEASURED_RUNS_TRIPLETS_PER_S) and "193 tokens per text (mean)" in section
+    assert plan.MEASURED_TRIPLETS_PER_S == pytest.approx(952.8)  # the median of 952.6, 952.8, 957.0
+    assert plan.MEASURED_TOKENS_PER_S == pytest.approx(952.8 / 32 * 96 * 193)
 
 
 def test_estimate_by_hand():
-    # 64,000 triplets, 2 epochs, batch 32: 4,000 steps; 64,000 × 2 × 3 texts × 198 tokens on the H100
-    estimate = plan.training_estimate(64_000, 2, 32, 3, 198, "NVIDIA H100 80GB HBM3")
+    # 64,000 triplets, 2 epochs, batch 32: 4,000 steps; 64,000 × 2 × 3 texts × 198 tokens on the H200
+    estimate = plan.training_estimate(64_000, 2, 32, 3, 198, "NVIDIA H200")
     assert estimate["steps"] == 4_000
-    assert estimate["hours"] == pytest.approx(64_000 * 2 * 3 * 198 / (583.45 / 32 * 70 * 198) / 3600)
+    assert estimate["hours"] == pytest.approx(64_000 * 2 * 3 * 198 / (952.8 / 32 * 96 * 193) / 3600)
     assert "measured" in estimate["how"] and "not measured" not in estimate["how"]
     t4 = plan.training_estimate(64_000, 2, 32, 3, 198, "Tesla T4")
     assert t4["hours"] == pytest.approx(estimate["hours"] * 989 / 65)

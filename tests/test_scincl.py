@@ -423,7 +423,10 @@ def test_the_run_folder_is_keyed_as_before_by_the_training_parameters_and_the_tr
     monkeypatch.delenv("SDR_DATA", raising=False)
     monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
     notebook = book.NOTEBOOKS / "scincl.ipynb"
-    namespace = {**book.notebook_parameters(notebook), **book.chapter_parameters("scincl", "smoke")}
+    import ast
+
+    defaults = {name: ast.literal_eval(text) for name, text in book.notebook_parameters(notebook).items()}
+    namespace = {**defaults, **book.chapter_parameters("scincl", "smoke")}
     run = book.ChapterRun("scincl", namespace)
     folder = run.key_runs({"training data": "replica triplets [replica]"})
     expected = {name: namespace[name] for name in scincl.TRAINING_PARAMETERS}

@@ -288,9 +288,9 @@ def _row(method, seed, per_query):
 
 
 def test_seed_spread_gives_mean_sd_and_the_paired_interval():
-    """Mean ± sample σ of MAP over a method's seeds, and the paired bootstrap difference of its seed-averaged
-    per-query MAP from the untrained encoder's (the Summary's computation, sdr.stats)."""
-    from sdr.stats import paired_bootstrap
+    """Mean ± sample σ of MAP over a method's seeds, and the two-stage bootstrap difference (seeds, then queries) of
+    its per-query MAP from the untrained encoder's (the Summary's computation, sdr.stats)."""
+    from sdr.stats import seed_query_bootstrap
 
     rows = [_row("A", 1, {"q1": 30.0, "q2": 40.0, "q3": 20.0, "q4": 50.0}),
             _row("A", 0, {"q1": 20.0, "q2": 40.0, "q3": 20.0, "q4": 40.0}),
@@ -300,8 +300,8 @@ def test_seed_spread_gives_mean_sd_and_the_paired_interval():
     assert table.loc["A", "seeds"] == "0, 1" and table.loc["A", "MAP per seed"] == "30.00, 35.00"
     assert table.loc["A", "MAP mean"] == pytest.approx(32.5) and table.loc["A", "MAP σ"] == pytest.approx(3.5355339)
     assert math.isnan(table.loc["B", "MAP σ"]) and table.loc["B", "MAP mean"] == 10.0
-    averaged = {"q1": 25.0, "q2": 40.0, "q3": 20.0, "q4": 45.0}
-    expected = paired_bootstrap(averaged, untrained, [["q1", "q2"], ["q3", "q4"]], seed=0)
+    expected = seed_query_bootstrap([rows[1]["per_query"], rows[0]["per_query"]], [untrained],
+                                    [["q1", "q2"], ["q3", "q4"]], seed=0)
     assert table.loc["A", "Δ vs untrained (this page)"] == pytest.approx(32.5 - 17.5) == expected["difference"]
     assert (table.loc["A", "95 % low"], table.loc["A", "95 % high"]) == (expected["low"], expected["high"])
     assert "95 % low" not in specter.seed_spread(rows).columns

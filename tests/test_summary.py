@@ -88,8 +88,11 @@ def test_leaderboards_and_what_their_intervals_say(results_store, monkeypatch):
     assert board.headline["method"].tolist()[0] == "SciNCL" and board.lengths == [48]
     assert board.caption("real").startswith("CSAbstruct sentences (fractions") and "CSAbstruct" in board.sources
     lines = summary.interval_findings(boards)
-    assert lines == ["**CSAbstruct sentences.** Of 2 trained rows compared with their untrained encoder, 1 are above "
-                     "it with an interval that excludes 0 (SciNCL), 0 below it (none), and 1 within noise (SPECTER)."]
+    assert len(lines) == 1 and lines[0].startswith("**CSAbstruct sentences.** 2 trained rows compared with their "
+                                                   "untrained encoder (one family: Holm's correction over these 2")
+    assert "1 above it, 0 below it, 1 within noise." in lines[0]
+    assert "- SciNCL is above untrained · cls: +0.10 [" in lines[0]  # generated from the interval
+    assert "- SPECTER and untrained · cls are within noise of each other" in lines[0]  # a planted within-noise gain
     assert shown == lines
     summary.show_leaderboard(_run(), boards, "csfcube")
     assert shown[-2:] == ["### CSFCube test", "*No chapter has stored real-data CSFCube test rows at the `real` "
@@ -116,3 +119,51 @@ def test_the_summary_run_loads_no_model(tmp_path):
     assert book.ChapterRun("summary", namespace).data.models == ("minilm",)
     run = book.ChapterRun("summary", namespace, loads_model=False)
     assert run.data.models == () and run.profile == "smoke" and run.caption() == "Profile: smoke · Data: none"
+
+
+def _planted_seeds(shifts, queries=60, noise=0.02, seed=3):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    keys = [str(i) for i in range(queries)]
+    base = {k: float(rng.uniform(0.3, 0.6)) for k in keys}
+    seeds = [{k: float(min(1.0, max(0.0, base[k] + shift + rng.normal(0, noise)))) for k in keys} for shift in shifts]
+    return base, seeds
+
+
+@pytest.mark.parametrize("shifts, excludes", [([0.03, -0.012, 0.0], False), ([0.03, 0.031, 0.029], True)])
+def test_the_headline_interval_carries_the_seeds_noise(results_store, shifts, excludes):
+    """Issue 33: seeds that disagree (one below the untrained encoder) give an interval that contains 0 — the
+    query-only bootstrap of their average excluded it —, and seeds that agree on a gain still exclude 0."""
+    from sdr.stats import grouped_mean
+
+    base, seeds = _planted_seeds(shifts)
+    untrained = _row("untrained · cls", grouped_mean(base), training="none", per_query=base)
+    rows = [_row("SciNCL", grouped_mean(per_query), seed=number, per_query=per_query, reference="untrained · cls")
+            for number, per_query in enumerate(seeds)]
+    _store_every_chapter({"benchmarks": [untrained], "scincl": rows})
+    line = book.headline_table("csabstruct", "real").set_index("method").loc["SciNCL"]
+    assert bool(line["excludes_zero"]) is excludes and bool(line["low"] > 0) is excludes
+    assert not line["conditional"] and float(line["p_holm"]) == pytest.approx(float(line["p_value"]))  # one comparison
+    display = book.headline_display(book.headline_table("csabstruct", "real"), "csabstruct")
+    assert "†" not in "".join(display["Δ vs its untrained encoder [95 % CI]"])
+
+
+def test_trained_rows_are_also_compared_with_the_best_untrained_reading(results_store):
+    """The reference is the untrained encoder read the same way ([CLS] for a [CLS] row); the table also compares
+    with the stronger untrained pooling, so a [CLS] row above its [CLS] reference can be below the free mean."""
+    queries = [str(i) for i in range(40)]
+    cls = _row("untrained · cls", 0.10, training="none", per_query={q: 0.10 for q in queries})
+    mean = _row("untrained · mean", 0.13, training="none", per_query={q: 0.13 for q in queries})
+    trained = [_row("SciToricsBERT", 0.11 + 0.001 * s, seed=s, per_query={q: 0.11 + 0.001 * s for q in queries},
+                    reference="untrained · cls") for s in range(3)]
+    lone = [_row("SPECTER", 0.12, seed=0, per_query={q: 0.12 for q in queries}, reference="untrained · cls")]
+    _store_every_chapter({"benchmarks": [cls, mean], "scitoricsbert": trained, "specter": lone})
+    table = book.headline_table("csabstruct", "real").set_index("method")
+    line = table.loc["SciToricsBERT"]
+    assert line["difference"] > 0 and line["excludes_zero"]
+    assert line["best_untrained"] == "untrained · mean" and line["best_high"] < 0  # below the free mean pooling
+    assert table.loc["SPECTER", "conditional"]  # one trained seed: conditional on that model
+    assert len(table["p_holm"].dropna()) == 2 and (table["p_holm"].dropna() >= table["p_value"].dropna()).all()
+    display = book.headline_display(table.reset_index(), "csabstruct").set_index("system")
+    assert display.loc["SPECTER", "Δ vs its untrained encoder [95 % CI]"].endswith("†")

@@ -1,8 +1,9 @@
 """The trainer's device-side behaviour, checked on CPU: losses stay on the device and are read in batches (a
 non-finite one still stops training, naming its step, and never reaches a checkpoint); the next step is
 prepared on a worker thread without changing a single number; checkpoints load with
-``torch.load(weights_only=True)`` (older ones too); and every collective of data-parallel training gets
-tensors on the parameters' device, as NCCL requires.
+``torch.load(weights_only=True)`` (older ones too); and in a process group the step runs through PyTorch's
+DistributedDataParallel without changing a number, every all-reduce on the parameters' device, as NCCL
+requires.
 
 Same tiny setting as ``test_train.py``: a 1-layer all-MiniLM-L6-v2 (max_length 32), CPU, float32.
 """
@@ -17,6 +18,8 @@ import numpy as np
 import pytest
 import torch
 
+import sdr.distributed
+import sdr.encoders
 import sdr.train
 from sdr.encoders import Encoder
 from sdr.train import StopTraining, TripletObjective, load_checkpoint, train
@@ -64,6 +67,87 @@ def test_losses_are_read_in_batches_not_every_step(fresh_tiny_encoder, monkeypat
     # per epoch: after step 3 (steps 1-2), after step 5 (3-4), at the epoch's end (5-6)
     assert reads == [("tolist", "train.py", 2)] * 6
     assert result.steps == 12 and np.isfinite(result.history["loss"]).all()
+
+
+class _BlockingCopies:
+    """Records every call that sdr code makes to copy data onto ``device`` without ``non_blocking=True``:
+    ``Tensor.to``/``Tensor.cuda``/``Tensor.copy_`` and ``torch.tensor``/``torch.as_tensor``/``torch.asarray``
+    with that device as target, called from a file under ``lib/sdr/``.
+
+    What it can see: on CPU the encoder's device *is* the host, so any call there that names the device is what
+    a GPU run would make as a host-to-device copy; from pageable memory, or without ``non_blocking``, that
+    copy makes the host wait until it is done. What it cannot see: copies inside torch or Hugging Face code,
+    implicit ones (a GPU tensor indexed by a CPU index), and whether the source is page-locked (pinning needs
+    CUDA: tests/test_gpu.py checks the prepared inputs there, and runs training under CUDA's sync debug mode)."""
+
+    def __init__(self, device: torch.device, monkeypatch):
+        self.device, self.calls = torch.device(device), []
+        for owner, name in ((torch.Tensor, "to"), (torch.Tensor, "cuda"), (torch.Tensor, "copy_"),
+                            (torch, "tensor"), (torch, "as_tensor"), (torch, "asarray")):
+            monkeypatch.setattr(owner, name, self._spy(name, getattr(owner, name)))
+
+    def _target(self, name, args, kwargs):
+        if name == "cuda":
+            return torch.device("cuda"), kwargs.get("non_blocking", len(args) > 1 and args[1])
+        if name == "copy_":
+            return args[0].device if args and isinstance(args[0], torch.Tensor) else None, \
+                kwargs.get("non_blocking", len(args) > 1 and args[1])
+        if name == "to":
+            first = args[0] if args else None
+            target = kwargs.get("device", first if isinstance(first, (str, torch.device)) else None)
+            positional = len(args) > 2 and isinstance(first, (str, torch.device)) and args[2]
+            return target, kwargs.get("non_blocking", positional)
+        return kwargs.get("device"), False  # torch.tensor / as_tensor / asarray copy synchronously
+
+    def _spy(self, name, original):
+        def spy(*args, **kwargs):
+            caller = sys._getframe(1)
+            if "/sdr/" in caller.f_code.co_filename:
+                target, non_blocking = self._target(name, args[1:] if name in ("to", "cuda", "copy_") else args,
+                                                    kwargs)
+                if target is not None and torch.device(target).type == self.device.type and not non_blocking:
+                    where = f"{caller.f_code.co_filename.rsplit('/sdr/', 1)[-1]}:{caller.f_lineno}"
+                    self.calls.append((name, where))
+            return original(*args, **kwargs)
+        return spy
+
+
+@pytest.mark.parametrize("path", ["padded", "packed", "contrastive"])
+def test_the_training_hot_path_makes_no_blocking_copy_to_the_device(path, fresh_tiny_encoder, monkeypatch):
+    """Every copy of the trainer's hot path to the encoder's device is ``non_blocking`` from host memory the
+    worker thread prepared (inputs, the index that restores the input order, a repeated text's row) or the
+    objective built (per-triplet margins, contrastive masks): the host keeps queueing work on the GPU. The
+    previous code failed this (``torch.as_tensor(..., device=...)`` twice a forward, the step loss's
+    ``.to(device)``, the objectives' ``torch.tensor(..., device=...)``)."""
+    from sdr.samplers import ContrastiveExample
+
+    encoder = fresh_tiny_encoder()
+    encoder.packed = path == "packed"
+    if path == "contrastive":
+        examples = [ContrastiveExample("a", ["b"], ["c", "d"]), ContrastiveExample("c", ["d", "a"], ["e"]),
+                    ContrastiveExample("e", ["f"], ["h", "a"]), ContrastiveExample("g", ["a"], ["b"])]
+        objective = sdr.train.ContrastiveObjective(TEXTS)
+    else:  # per-triplet margins: a tensor built from the examples every call
+        examples, objective = TRIPLETS, TripletObjective(TEXTS, per_example_margin=True)
+    watch = _BlockingCopies(encoder.device, monkeypatch)
+    result = train(encoder, examples, objective, _config(checkpoint_every=0, batch_size=3))
+    assert np.isfinite(result.history["loss"]).all() and result.steps >= 4
+    assert watch.calls == [], watch.calls
+
+
+def test_the_blocking_copy_watch_sees_what_it_should(fresh_tiny_encoder, monkeypatch):
+    """The watch itself: it records a copy to the device that blocks, from sdr code, and ignores one that
+    does not block, one to another device, and calls from outside sdr."""
+    watch = _BlockingCopies(torch.device("cpu"), monkeypatch)
+    host = torch.arange(3)
+    sdr.encoders.copy_to_device(host, "cpu")  # non_blocking: not recorded
+    code = compile("import torch\ndef f(x):\n    x.to('cpu')\n    torch.as_tensor([1], device='cpu')\n"
+                   "    x.to(torch.float64)\n", "/somewhere/lib/sdr/fake.py", "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    namespace["f"](host)
+    host.to("cpu")  # this test file is not sdr code
+    assert [name for name, _ in watch.calls] == ["to", "as_tensor"]
 
 
 def test_a_callback_sees_each_step_loss_when_the_step_ends(fresh_tiny_encoder):
@@ -269,62 +353,135 @@ def test_random_states_round_trip_through_plain_values():
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
 
 
-# ---------------------------------------------------------------------------------------- collectives
-class _NcclLikeGroup:
-    """Stands in for a process group whose backend accepts tensors on one device only (NCCL: the GPU):
-    records each collective with its tensor's device and rejects a tensor on any other device. One process
-    plays rank 0 of two: all_reduce and broadcast leave the tensor as it is."""
+# ---------------------------------------------------------------------------------------- data parallelism
+@pytest.fixture
+def one_process_group():
+    """A real gloo process group of one process, made in this process (torchrun's rank 0 of 1)."""
+    import torch.distributed as dist
 
-    def __init__(self, device: torch.device):
-        self.device, self.calls = device, []
-
-    def all_reduce(self, tensor, *args, **kwargs):
-        self._check("all_reduce", tensor)
-
-    def broadcast(self, tensor, src=0, *args, **kwargs):
-        self._check("broadcast", tensor)
-
-    def all_gather_object(self, output, obj, *args, **kwargs):
-        self.calls.append(("all_gather_object", None))
-        output[:] = [obj] * len(output)
-
-    def _check(self, name, tensor):
-        self.calls.append((name, tensor.device))
-        if tensor.device != self.device:
-            raise RuntimeError(f"{name}: a tensor on {tensor.device}; this group's device is {self.device}")
-
-    def install(self, monkeypatch):
-        for name in ("all_reduce", "broadcast", "all_gather_object"):
-            monkeypatch.setattr(torch.distributed, name, getattr(self, name))
-        monkeypatch.setattr(sdr.train, "_world", lambda: (0, 2))
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
 
 
-def test_every_collective_of_a_training_run_is_on_the_parameters_device(fresh_tiny_encoder, tmp_path,
-                                                                       monkeypatch):
+class _HeadsByKind(torch.nn.Module):
+    """Not example-wise (one call per micro-batch), with parameters of its own: a projection head per triplet
+    kind, so a micro-batch of one kind leaves the other head unused (DDP must find it: find_unused_parameters)."""
+
+    def __init__(self, dimension: int):
+        super().__init__()
+        torch.manual_seed(3)
+        self.heads = torch.nn.ModuleDict({"hard": torch.nn.Linear(dimension, 8), "easy": torch.nn.Linear(dimension, 8)})
+        self.triplet = TripletObjective(TEXTS)
+
+    def forward(self, encoder, triplets):
+        n = len(triplets)
+        embedded = encoder(self.triplet.encoder_inputs(triplets))
+        projected = self.heads[triplets[0].kind](embedded)
+        return self.triplet.loss(projected[:n], projected[n:2 * n], projected[2 * n:])
+
+
+@pytest.mark.parametrize("objective_kind", ["triplets", "heads"])
+def test_in_a_process_group_the_step_runs_through_ddp_and_changes_no_number(
+        objective_kind, fresh_tiny_encoder, tmp_path, one_process_group, monkeypatch):
+    """In a process group (here a real gloo group of one process) the loss of a step runs inside PyTorch's
+    DistributedDataParallel: gradients all-reduced in buckets during the backward pass through the summing
+    hook, ``no_sync`` on all but the last call of an accumulated step, unused heads found. With one process
+    that must change no number: the history, the weights and the objective's are those of a run without a
+    group, bit for bit. Every all-reduce (DDP's gradient buckets and the step loss) gets a tensor on the
+    parameters' device, which NCCL requires (CPU here; tests/test_gpu.py runs this with NCCL on a GPU)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    reduced = []
+    real_all_reduce = torch.distributed.all_reduce
+
+    def recording_all_reduce(tensor, *args, **kwargs):
+        reduced.append((tensor.device, tensor.dtype, tensor.numel()))
+        return real_all_reduce(tensor, *args, **kwargs)
+
+    def objective_for(encoder):
+        return TripletObjective(TEXTS) if objective_kind == "triplets" else _HeadsByKind(encoder.dimension)
+
+    # heads: 2 micro-batches an optimizer step, each a call of its own
+    config = _config(checkpoint_every=2) if objective_kind == "triplets" else _config(batch_size=1,
+                                                                                       accumulation_steps=2)
+    monkeypatch.setattr(torch.distributed, "all_reduce", recording_all_reduce)
     encoder = fresh_tiny_encoder()
-    group = _NcclLikeGroup(encoder.device)
-    group.install(monkeypatch)
-    result = train(encoder, TRIPLETS, TripletObjective(TEXTS), _config(checkpoint_every=3), output_dir=tmp_path)
-    names = [name for name, _ in group.calls]
-    state_tensors = len(encoder.state_dict())
-    assert names[:state_tensors] == ["broadcast"] * state_tensors  # rank 0's weights first
-    assert names.count("all_reduce") == 2 * result.steps  # gradients and loss, each step
-    assert names.count("all_gather_object") == 2 + 1 + 1  # checkpoints at steps 3 and 6, the end's, the record's
-    assert {device for _, device in group.calls if device is not None} == {encoder.device}
-    assert len(torch.load(tmp_path / "checkpoint.pt", weights_only=True)["rng"]) == 2
+    objective = objective_for(encoder)
+    trainer = sdr.train.Trainer(encoder, TRIPLETS, objective, config, output_dir=tmp_path)
+    result = trainer.fit()
+    assert isinstance(trainer.step_module, DistributedDataParallel)
+    assert trainer.step_module.find_unused_parameters == (objective_kind == "heads")
+
+    monkeypatch.setattr(sdr.train, "in_process_group", lambda: False)  # the same run without a group
+    plain_encoder = fresh_tiny_encoder()
+    plain_objective = objective_for(plain_encoder)
+    plain = sdr.train.Trainer(plain_encoder, TRIPLETS, plain_objective, config)
+    plain_result = plain.fit()
+    assert not isinstance(plain.step_module, DistributedDataParallel)
+    assert result.history["loss"].tolist() == plain_result.history["loss"].tolist()
+    assert not _same_weights(encoder, plain_encoder)
+    if objective_kind == "heads":
+        assert all(torch.equal(a, b) for a, b in zip(objective.parameters(), plain_objective.parameters()))
+
+    assert {device for device, _, _ in reduced} == {encoder.device}
+    losses = [entry for entry in reduced if entry[1] == torch.float64 and entry[2] == 1]
+    assert len(losses) == result.steps == 6
+    # the gradient buckets hold every trained parameter once a step, the pooler (never used) left out
+    trained = sum(p.numel() for n, p in encoder.named_parameters() if not n.startswith("model.pooler."))
+    if objective_kind == "heads":
+        trained += sum(p.numel() for p in objective.parameters())
+    assert sum(numel for _, dtype, numel in reduced if dtype == torch.float32) == result.steps * trained
+    assert len(torch.load(tmp_path / "checkpoint.pt", weights_only=True)["rng"]) == 1
 
 
-def test_the_collective_helpers_keep_tensors_on_a_non_cpu_device(monkeypatch):
-    """Parameters on the 'meta' device stand in for GPU ones (no CUDA here): the gradient all-reduce and
-    the start-of-run broadcast must not build a CPU tensor, which NCCL would reject."""
-    group = _NcclLikeGroup(torch.device("meta"))
-    group.install(monkeypatch)
-    module = torch.nn.Linear(3, 2, device="meta")
-    module.register_buffer("counts", torch.zeros(4, device="meta"))
-    for parameter in module.parameters():
-        parameter.grad = torch.zeros_like(parameter)
-    sdr.train._all_reduce_gradients(list(module.parameters()))
-    sdr.train._broadcast_from_rank0([module])
-    assert [name for name, _ in group.calls] == ["all_reduce", "broadcast", "broadcast", "broadcast"]
-    assert all(device == torch.device("meta") for _, device in group.calls)
-    assert all(p.grad is not None and p.grad.device.type == "meta" for p in module.parameters())
+def test_out_of_memory_in_a_process_group_is_raised_with_what_to_set(fresh_tiny_encoder, one_process_group):
+    """One process cannot rerun a step in smaller chunks while the others wait in its all-reduce: in a process
+    group an out-of-memory error ends training, saying which settings make the step fit."""
+    encoder = fresh_tiny_encoder()
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    encoder._pool = out_of_memory
+    with pytest.raises(torch.OutOfMemoryError, match=r"recompute_chunks=True\) or a smaller chunk_tokens"):
+        train(encoder, TRIPLETS, TripletObjective(TEXTS), _config(checkpoint_every=0))
+    assert encoder.chunk_tokens == 0 and not encoder.recompute_chunks  # nothing shrunk, settings restored
+
+
+def test_the_ddp_wrapper_ignores_the_pooler_and_sums(fresh_tiny_encoder, one_process_group):
+    """What DDP is told: the encoder's pooler (no forward reaches it) is ignored rather than searched for each
+    step, buffers are not re-broadcast before every forward, and the hook sums (DDP's default averages over
+    processes, while each process's loss is already its share of the step)."""
+    step_loss = sdr.distributed.StepLoss(fresh_tiny_encoder(), TripletObjective(TEXTS))
+    assert sdr.distributed.never_used(step_loss) == ["encoder.model.pooler.dense.weight",
+                                                     "encoder.model.pooler.dense.bias"]
+    wrapped = sdr.distributed.data_parallel(step_loss, objective_has_parameters=False)
+    assert not wrapped.find_unused_parameters
+    assert not getattr(wrapped, "forward_sync_buffers", getattr(wrapped, "broadcast_buffers", True))
+    assert set(wrapped.parameters_to_ignore) == set(sdr.distributed.never_used(step_loss))
+    bucket = torch.arange(4.0)
+
+    class _Bucket:
+        def buffer(self):
+            return bucket
+
+    # one process: the sum is the tensor itself (an average over 1 would be too: see the two-process tests,
+    # where a mean would halve every update and fail the comparison with one process)
+    assert torch.equal(sdr.distributed.sum_gradients(None, _Bucket()).wait(), torch.arange(4.0))
+
+
+def test_the_worker_thread_gets_the_cuda_device_as_an_index(monkeypatch):
+    """torch.cuda.set_device refuses a bare ``cuda`` ("Expected a torch.device with a specified index"): every
+    training run on a GPU failed in the prefetch thread's initializer. The index is read in the calling thread."""
+    calls = []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda index: calls.append(index))
+    assert sdr.train._cuda_index(torch.device("cuda")) == 3
+    assert sdr.train._cuda_index(torch.device("cuda:1")) == 1
+    assert sdr.train._cuda_index(torch.device("cpu")) is None
+    sdr.train._use_device(sdr.train._cuda_index(torch.device("cuda")))
+    sdr.train._use_device(None)
+    assert calls == [3]

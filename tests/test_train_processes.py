@@ -42,6 +42,30 @@ class DropoutFreeTriplets(TripletObjective):
         return super().__call__(encoder, triplets)
 
 
+class HeadsByKind(torch.nn.Module):
+    """Not example-wise (one call per micro-batch) and with parameters of its own: a projection head per
+    triplet kind, so a micro-batch of one kind leaves the other head unused in that process. Dropout off."""
+
+    def __init__(self, dimension: int):
+        super().__init__()
+        torch.manual_seed(3)
+        self.heads = torch.nn.ModuleDict({"hard": torch.nn.Linear(dimension, 8), "easy": torch.nn.Linear(dimension, 8)})
+        self.triplet = TripletObjective(TEXTS)
+
+    def forward(self, encoder, triplets):
+        encoder.eval()
+        n = len(triplets)
+        projected = self.heads[triplets[0].kind](encoder(self.triplet.encoder_inputs(triplets)))
+        return self.triplet.loss(projected[:n], projected[n:2 * n], projected[2 * n:])
+
+
+#: batch 1 × accumulation 3, 8 triplets: optimizer steps of 3, 3 and 2 micro-batches an epoch; over two
+#: processes rank 0 runs 2 calls of a 3-call step and rank 1 one (no_sync on rank 0's first), and in the
+#: last step of an epoch each runs one
+HEADS_CONFIG = dict(epochs=2, batch_size=1, accumulation_steps=3, learning_rate=1e-3, warmup_steps=1, seed=0,
+                    checkpoint_every=0, progress=False)
+
+
 def _run_worker(mode: str, out: Path) -> None:
     """The training process: ``kill-me`` (slow steps, to be killed), ``resume``; under torchrun ``ddp``
     (rank 1 starts from other weights, no dropout), ``ddp-full`` (dropout on), ``ddp-stop`` (the same,
@@ -67,18 +91,24 @@ def _run_worker(mode: str, out: Path) -> None:
 
     if mode == "ddp":
         objective = DropoutFreeTriplets(TEXTS)
+    elif mode == "ddp-heads":
+        objective = HeadsByKind(encoder.dimension)
     elif distributed:  # a margin every triplet stays inside: the loss, and so each rank's dropout, always counts
         objective = TripletObjective(TEXTS, loss=TripletMarginLoss(margin=100.0))
     else:
         objective = TripletObjective(TEXTS)
     config = TrainConfig(**{**CONFIG, "checkpoint_every": 2}) if distributed else TrainConfig(**CONFIG)
+    if mode == "ddp-heads":
+        config = TrainConfig(**HEADS_CONFIG)
     try:
-        result = train(encoder, TRIPLETS, objective, config, output_dir=out if mode != "ddp" else None,
+        result = train(encoder, TRIPLETS, objective, config, output_dir=out if mode not in ("ddp", "ddp-heads") else None,
                        resume=mode.endswith("resume"), callback=callback)
     except StopTraining:
         return
     if rank == 0:
         torch.save(encoder.state_dict(), out / "final.pt")
+        if mode == "ddp-heads":
+            torch.save(objective.state_dict(), out / "heads.pt")
         (out / "result.json").write_text(json.dumps({"resumed_from_step": result.resumed_from_step,
                                                      "loss": result.history["loss"].tolist()}))
 
@@ -178,6 +208,84 @@ def test_two_processes_stopped_and_resumed_by_two_new_ones_match_an_uninterrupte
     assert resumed["loss"] == reference["loss"]
     _assert_states(torch.load(interrupted / "final.pt", weights_only=True),
                    torch.load(uninterrupted / "final.pt", weights_only=True), exact=True)
+
+
+def test_two_processes_with_uneven_calls_and_unused_heads_match_one_process(fresh_tiny_encoder, tmp_path):
+    """An objective that is called once per micro-batch (gradients accumulated under no_sync, synced on a
+    process's last call, whatever its number of calls) and owns heads that a process's batch may not use
+    (find_unused_parameters): two gloo processes end with one process's weights and heads."""
+    _torchrun("ddp-heads", tmp_path)
+    reference = fresh_tiny_encoder()
+    heads = HeadsByKind(reference.dimension)
+    initial_heads = {k: v.clone() for k, v in heads.state_dict().items()}
+    reference_result = train(reference, TRIPLETS, heads, TrainConfig(**HEADS_CONFIG))
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert len(result["loss"]) == reference_result.steps == 6
+    torch.testing.assert_close(torch.tensor(result["loss"], dtype=torch.float64),
+                               torch.tensor(reference_result.history["loss"].tolist(), dtype=torch.float64),
+                               rtol=1e-5, atol=1e-6)
+    two_processes = torch.load(tmp_path / "heads.pt", weights_only=True)
+    # within 2 % of how far training moved each head's weight; a head's bias adds one vector to the anchor,
+    # positive and negative alike, which the triplet loss's distances ignore: its exact gradient is zero, so
+    # its updates are rounding noise and are left out
+    weights = [name for name in heads.state_dict() if name.endswith("weight")]
+    assert len(weights) == 2
+    for name in weights:
+        value = heads.state_dict()[name]
+        moved = (value - initial_heads[name]).norm()
+        assert moved > 0 and (two_processes[name] - value).norm() <= 0.02 * moved + 1e-6, name
+    encoder_state, initial = reference.state_dict(), fresh_tiny_encoder().state_dict()
+    final = torch.load(tmp_path / "final.pt", weights_only=True)
+    # exact gradient zero, so rounding noise only (as in the test above): the key bias (softmax ignores a shift
+    # of every score) and the last LayerNorm's bias (one shift of every embedding, which the head maps to one
+    # shift of every projection: the distances ignore it)
+    zero_gradient = ("attention.self.key.bias", "layer.0.output.LayerNorm.bias")
+    far = [n for n in encoder_state if not n.endswith(zero_gradient)
+           and (final[n] - encoder_state[n]).norm() > 0.02 * (encoder_state[n] - initial[n]).norm() + 1e-6]
+    assert not far, far[:8]
+
+
+def test_sdr_train_runs_a_run_spec_on_two_processes_and_a_chapter_rerun_loads_it(tmp_path):
+    """``write_run_spec`` then ``torchrun --nproc_per_node 2 -m sdr.cli train RUN_FOLDER`` trains the run
+    data-parallel (gloo) into the folder; the chapter's own call with ``resume=True`` then loads the finished
+    run (trained by two processes, loaded by one) instead of training, and it ends where one process
+    training the same spec ends (dropout off in the saved model's config, so both draw no masks)."""
+    from sdr.encoders import Encoder
+    from sdr.train import read_run_spec, write_run_spec
+
+    start = tmp_path / "start"
+    encoder = Encoder.load("minilm", num_layers=1, max_length=32, device="cpu")
+    encoder.model.config.hidden_dropout_prob = encoder.model.config.attention_probs_dropout_prob = 0.0
+    encoder.save(start)
+    run = tmp_path / "run"
+    config = TrainConfig(**{**CONFIG, "checkpoint_every": 2})
+    write_run_spec(run, {"name_or_path": str(start)}, TRIPLETS, TripletObjective(TEXTS), config)
+    options, examples, objective, read_config = read_run_spec(run)
+    assert options == {"name_or_path": str(start)} and examples == TRIPLETS and read_config == config
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    launched = subprocess.run(
+        _python("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "sdr.cli", "train",
+                str(run)), env=env, capture_output=True, text=True, timeout=300)
+    assert launched.returncode == 0, launched.stdout[-2000:] + launched.stderr[-2000:]
+    assert "4 optimizer steps on 2 process(es)" in launched.stdout
+    record = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert record["finished"] and len(record["rng"]) == 2
+
+    reference = Encoder.load(str(start), device="cpu")
+    reference_result = train(reference, TRIPLETS, TripletObjective(TEXTS), config)
+    chapter = Encoder.load(str(start), device="cpu")
+    loaded = train(chapter, TRIPLETS, TripletObjective(TEXTS), config, output_dir=run, resume=True)
+    assert loaded.resumed_from_step == loaded.steps == 4  # loaded, not trained
+    torch.testing.assert_close(torch.tensor(loaded.history["loss"].tolist(), dtype=torch.float64),
+                               torch.tensor(reference_result.history["loss"].tolist(), dtype=torch.float64),
+                               rtol=1e-5, atol=1e-6)
+    initial = Encoder.load(str(start), device="cpu").state_dict()
+    reference_state, loaded_state = reference.state_dict(), chapter.state_dict()
+    zero_gradient = ("attention.self.key.bias", "layer.0.output.LayerNorm.bias")  # as in the test above
+    far = [n for n in reference_state if not n.endswith(zero_gradient)
+           and (loaded_state[n] - reference_state[n]).norm() > 0.02 * (reference_state[n] - initial[n]).norm() + 1e-6]
+    assert not far, far[:8]
+    assert sum(not torch.equal(initial[n], reference_state[n]) for n in initial) > 10
 
 
 if __name__ == "__main__":

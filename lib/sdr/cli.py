@@ -1,9 +1,9 @@
 """The ``sdr`` command line.
 
 Sub-commands are contributed by the modules that own them, so this file only dispatches:
-``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr chapter …``
-(:mod:`sdr.book`), ``sdr data …`` (:mod:`sdr.datasets.cli`), ``sdr cfs3 …`` (:mod:`sdr.cfs3`) and
-``sdr graph …`` (:mod:`sdr.graph.cli`).
+``sdr evaluate …`` (:mod:`sdr.evaluate.cli`), ``sdr embed …`` (:mod:`sdr.embed`), ``sdr train …``
+(:mod:`sdr.launch`), ``sdr chapter …`` (:mod:`sdr.book`), ``sdr data …`` (:mod:`sdr.datasets.cli`), ``sdr cfs3 …``
+(:mod:`sdr.cfs3`) and ``sdr graph …`` (:mod:`sdr.graph.cli`).
 Each owner exposes ``register(subparsers)``, which adds its parser and sets ``func``.
 """
 
@@ -15,7 +15,7 @@ import sys
 
 COMMAND_MODULES = (
     "sdr.evaluate.cli", "sdr.embed", "sdr.book", "sdr.datasets.cli", "sdr.cfs3", "sdr.graph.cli", "sdr.facets.cli",
-    "sdr.dryrun",
+    "sdr.dryrun", "sdr.launch",
 )
 
 

@@ -1,17 +1,22 @@
 """What a chapter's setup cell does on Google Colab (standard library only: it runs before the book's dependencies
 are installed).
 
-* **Install without breaking the kernel.** The book's package is installed without its dependencies
-  (``pip install --no-deps -e``); then only the requirements Colab lacks, or has at a version outside the book's
-  ranges (``pyproject.toml``), are installed at the lock's pins. Colab's own CUDA ``torch`` is never touched. A
-  package that must change but is already imported in this kernel is installed too, and the cell then stops and
-  says plainly that the session must be restarted (a kernel holding two versions of pandas gives wrong answers).
+* **Install without breaking the runtime.** The book's package is installed without its dependencies
+  (``pip install --no-deps -e``); then only the requirements the chapters need (``pyproject.toml``'s direct
+  dependencies, less the book-building tools: Colab's kernel is its own) that Colab lacks or has outside the
+  book's range are installed, **as ranges** (not the lock's pins, which a current Colab does not have), under a
+  constraints file that holds Colab's torch/CUDA stack (torch, torchvision, torchaudio, triton, nvidia-*) and
+  every package this kernel has imported at their installed versions: pip may add packages around them but
+  never replaces them, not even as another package's dependency. A package the chapter needs at another version
+  but that this kernel has already imported is not upgraded under the running kernel (it would hold two
+  versions): the cell stops before installing anything and says to restart the session and run this cell first.
 * **Survive a recycled runtime.** With ``keep_on_drive`` (default: on for the ``paper`` profile) Google Drive is
   mounted and the results store with its checkpoints (``SDR_RESULTS``) and the data cache (``SDR_DATA_CACHE``)
   live there, so rerunning the chapter after a disconnect resumes its training runs (``-p resume true`` is what
   ``sdr chapter`` passes; in the notebook, set ``resume = True``) and finds the downloaded data.
 * **What the chapter needs.** At ``paper`` every dataset it reads is fetched (``sdr data fetch --for CHAPTER``)
-  before anything runs, and spaCy's parser model where a chapter uses it.
+  before anything runs, and spaCy's parser model where a chapter uses it; a failed fetch stops the cell with its
+  error.
 * **Say what will run**: the device, and the attention/precision path the trainer will choose on it.
 """
 
@@ -22,13 +27,19 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 DRIVE_ROOT = "/content/drive"
 DRIVE_FOLDER = "MyDrive/sdr-book"
 CHAPTER_EXTRAS = {"cfs3": ("spacy-model:en_core_web_sm",)}
 """Extra downloads a chapter needs at ``paper`` (the CFS3 chapter's root check uses spaCy's small English parser)."""
-NEVER_INSTALL = {"torch"}  # Colab's CUDA build stays
+RUNTIME_STACK = ("torch", "torchvision", "torchaudio", "triton")
+"""Colab's CUDA build of torch and what is built with it (with every ``nvidia-*`` package): pinned, never installed."""
+BOOK_BUILD_ONLY = {"ipykernel", "jupyter-book"}
+"""Direct dependencies that build the book (a kernel for papermill, the HTML build), not run a chapter in a
+notebook: Colab's kernel is its own, so they are never installed there (``ipykernel`` would replace the running
+kernel's package)."""
 
 
 def on_colab() -> bool:
@@ -37,16 +48,6 @@ def on_colab() -> bool:
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name.strip().lower())
-
-
-def read_lock(path: Path) -> dict[str, str]:
-    pins = {}
-    for line in Path(path).read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if "==" in line and not line.startswith("-"):
-            name, version = line.split("==", 1)
-            pins[_normal(name.split("[")[0])] = version.split(";")[0].strip()
-    return pins
 
 
 def read_ranges(pyproject: Path) -> dict[str, str]:
@@ -77,33 +78,76 @@ def satisfies(version: str, specifier: str) -> bool:
     return True
 
 
-def _module_names(distribution: str) -> set[str]:
-    try:
-        top = importlib.metadata.distribution(distribution).read_text("top_level.txt") or ""
-    except importlib.metadata.PackageNotFoundError:
-        return set()
-    return {line.strip() for line in top.splitlines() if line.strip()} or {distribution.replace("-", "_")}
+def runtime_stack(name: str) -> bool:
+    """Whether a distribution belongs to the runtime's torch/CUDA stack (:data:`RUNTIME_STACK`, ``nvidia-*``)."""
+    return name in RUNTIME_STACK or name.startswith("nvidia-")
 
 
-def install_plan(ranges: dict[str, str], pins: dict[str, str], installed: dict[str, str],
-                 imported: set[str], modules_of=_module_names) -> dict:
-    """Which requirements to install (at the lock's pins) and which of those are imported in this kernel
-    (a restart is needed after installing them). ``installed``: distribution → version."""
-    install, restart = [], []
+def chapter_requirements(ranges: dict[str, str]) -> dict[str, str]:
+    """What a chapter needs installed in a notebook: the direct dependencies, less :data:`BOOK_BUILD_ONLY`."""
+    return {name: specifier for name, specifier in ranges.items() if name not in BOOK_BUILD_ONLY}
+
+
+def install_plan(ranges: dict[str, str], installed: dict[str, str], imported: set[str]) -> dict:
+    """Which requirements to install (``name`` + its range) and which cannot be (``blocked``: a version outside
+    the range that is imported in this kernel, or part of the runtime's torch stack). ``installed``: distribution
+    → version; ``imported``: distributions whose modules this kernel has imported (:func:`imported_distributions`)."""
+    install, blocked = [], []
     for name, specifier in sorted(ranges.items()):
-        if name in NEVER_INSTALL:
-            continue
         version = installed.get(name)
         if version is not None and satisfies(version, specifier):
             continue
-        install.append(f"{name}=={pins[name]}" if name in pins else f"{name}{specifier}")
-        if version is not None and modules_of(name) & imported:
-            restart.append(f"{name} {version} (needs {specifier})")
-    return {"install": install, "restart": restart}
+        if runtime_stack(name):
+            blocked.append(f"{name} {version or '(missing)'} (the chapter needs {specifier}; the runtime's own "
+                           "CUDA build is never replaced)")
+        elif version is not None and name in imported:
+            blocked.append(f"{name} {version} (the chapter needs {specifier}; imported in this session)")
+        else:
+            install.append(f"{name}{specifier}")
+    return {"install": install, "blocked": blocked}
+
+
+def constraints(installed: dict[str, str], imported: set[str]) -> list[str]:
+    """pip constraints that keep the runtime as it is: the torch/CUDA stack and every imported distribution at
+    its installed version."""
+    return [f"{name}=={version}" for name, version in sorted(installed.items())
+            if runtime_stack(name) or name in imported]
 
 
 def installed_versions() -> dict[str, str]:
     return {_normal(d.metadata["Name"]): d.version for d in importlib.metadata.distributions() if d.metadata["Name"]}
+
+
+def imported_distributions(modules=None) -> set[str]:
+    """Distributions (normalized names) that provide a module this kernel has imported."""
+    modules = sys.modules if modules is None else modules
+    providers = importlib.metadata.packages_distributions()
+    tops = {name.split(".")[0] for name in modules}
+    return {_normal(distribution) for top in tops for distribution in providers.get(top, ())}
+
+
+def install_requirements(checkout: str | Path, run=subprocess.run, installed: dict[str, str] | None = None,
+                         imported: set[str] | None = None) -> dict:
+    """The setup cell's install of the chapters' requirements (see the module docstring): stops (``SystemExit``)
+    before installing anything when a needed package cannot be installed in this session; returns what it
+    installed and the constraints it installed under."""
+    checkout = Path(checkout)
+    installed = installed_versions() if installed is None else installed
+    imported = imported_distributions() if imported is None else imported
+    plan = install_plan(chapter_requirements(read_ranges(checkout / "pyproject.toml")), installed, imported)
+    if plan["blocked"]:
+        raise SystemExit("Not installed: " + "; ".join(plan["blocked"]) + ". A package this session has imported "
+                         "is never upgraded under the running kernel (it would hold two versions). Restart the "
+                         "session (Runtime → Restart session) and run this cell first; if the runtime itself "
+                         "imports it, or it is the runtime's torch, this runtime cannot run the chapter (the "
+                         "ranges are pyproject.toml's).")
+    pins = constraints(installed, imported)
+    handle, constraints_file = tempfile.mkstemp(prefix="sdr-colab-constraints-", suffix=".txt")
+    with os.fdopen(handle, "w") as file:
+        file.write("\n".join(pins) + "\n")
+    if plan["install"]:
+        run([sys.executable, "-m", "pip", "install", "--quiet", "-c", constraints_file, *plan["install"]], check=True)
+    return {"installed": plan["install"], "constraints": constraints_file, "pinned": pins}
 
 
 def mount_drive(folder: str = DRIVE_FOLDER) -> Path:
@@ -120,16 +164,8 @@ def setup(chapter: str, profile: str, checkout: str | Path, keep_on_drive: bool 
     """Everything the setup cell does on Colab; returns what it did (for the test and the page)."""
     checkout = Path(checkout)
     done = {"chapter": chapter, "profile": profile}
-    plan = install_plan(read_ranges(checkout / "pyproject.toml"), read_lock(checkout / "requirements.lock"),
-                        installed_versions(), set(sys.modules))
+    done.update(install_requirements(checkout, run=run))  # stops first when something cannot be installed
     run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(checkout)], check=True)
-    if plan["install"]:
-        run([sys.executable, "-m", "pip", "install", "--quiet", *plan["install"]], check=True)
-    done["installed"] = plan["install"]
-    if plan["restart"]:
-        raise SystemExit("Installed new versions of packages this session had already imported: "
-                         + "; ".join(plan["restart"]) + ". Restart the session (Runtime → Restart session), then "
-                         "run this cell again: nothing is installed the second time.")
     keep = (profile == "paper") if keep_on_drive is None else bool(keep_on_drive)
     if keep:
         root = mount_drive()
@@ -145,7 +181,10 @@ def setup(chapter: str, profile: str, checkout: str | Path, keep_on_drive: bool 
     os.environ["SDR_INTERACTIVE_PROFILE"] = profile
     fetched = []
     if profile == "paper":
-        run([sys.executable, "-m", "sdr.cli", "data", "fetch", "--for", chapter], check=False)
+        fetch = run([sys.executable, "-m", "sdr.cli", "data", "fetch", "--for", chapter], check=False)
+        if getattr(fetch, "returncode", 0) != 0:  # its own message is printed above: stop here, before the chapter
+            raise SystemExit(f"sdr data fetch --for {chapter} failed (exit status {fetch.returncode}); its error is "
+                             "above. Fix it (an S2_API_KEY, the network, disk space) and run this cell again.")
         fetched.append(f"sdr data fetch --for {chapter}")
         for extra in CHAPTER_EXTRAS.get(chapter, ()):
             if extra.startswith("spacy-model:"):

@@ -53,12 +53,14 @@ class Inputs:
 
 # ------------------------------------------------------------------------------------------------ model
 def load_model(name_or_path: str, max_length: int | None = None, pooling: str | None = None, layers: int = 0,
-               device: str = "auto"):
+               device: str = "auto", normalize: bool | None = None):
     """An :class:`~sdr.encoders.Encoder` for ``name_or_path``, or a one-line error naming what failed.
 
     ``max_length=None`` and ``pooling=None`` keep the model folder's own settings (a sentence-transformers
     folder declares both; otherwise 512 tokens and CLS pooling). A sentence-transformers folder whose
-    ``modules.json`` ends in ``Normalize`` gets unit-length vectors, as ``SentenceTransformer.encode`` gives.
+    ``modules.json`` ends in ``Normalize`` gets unit-length vectors, as ``SentenceTransformer.encode`` gives;
+    ``normalize`` True/False decides it instead (a comparison of an untrained folder that declares ``Normalize``
+    with trained folders that do not must read both the same way).
     """
     from sdr.encoders import Encoder, resolve_model
 
@@ -76,7 +78,8 @@ def load_model(name_or_path: str, max_length: int | None = None, pooling: str | 
     if max_length is not None and max_length < 1:
         raise ValueError(f"--max-length must be a positive number of tokens, got {max_length}")
     encoder = Encoder.load(text, pooling=pooling, max_length=max_length, num_layers=layers, device=device,
-                           normalize=location.is_dir() and _declares_normalize(location))
+                           normalize=(location.is_dir() and _declares_normalize(location)) if normalize is None
+                           else bool(normalize))
     limit = getattr(encoder.model.config, "max_position_embeddings", None)
     if limit is not None and encoder.max_length > limit:
         raise ValueError(f"--max-length {encoder.max_length} exceeds what model {text} can read "

@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from sdr.packed import pack_on_host, pool_packed_stream, supports_packing
+from sdr.packed import pack_on_host, padded_shape, pool_packed_stream, supports_packing
 
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 POOLINGS = ("cls", "mean")
@@ -38,6 +39,10 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 PACKED = ("auto", True, False)
 #: the compute capability FlashAttention and fast bf16 need (Ampere); T4 is 7.5, V100 7.0
 FLASH_CAPABILITY = (8, 0)
+DEFAULT_CHUNK_TOKENS = 16384
+"""Tokens a chunk of a training step holds at most (the padded path, and every path on CPU)."""
+PACKED_CHUNK_TOKENS = 65536
+"""Tokens a packed, compiled chunk holds on a GPU: a step of SPECTER's 32 triplets (~19 K tokens) in one chunk."""
 _AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # Hugging Face's fast tokenizers refuse concurrent calls on one tokenizer ("Already borrowed"); the trainer
 # tokenizes the next step on a worker thread, so every call takes this lock (a module-level one: a lock
@@ -60,6 +65,15 @@ def pick_device(device: str | None = "auto") -> torch.device:
     return torch.device(device)
 
 
+def copy_to_device(tensor: torch.Tensor, device: str | torch.device) -> torch.Tensor:
+    """``tensor`` (on the host) on ``device`` without making the host wait: on CUDA from page-locked memory
+    with ``non_blocking=True`` (a copy from ordinary, pageable memory returns only once it is done, so the
+    host cannot queue the next kernels meanwhile); elsewhere a plain move."""
+    if torch.device(device).type == "cuda" and not tensor.is_pinned():
+        tensor = tensor.pin_memory()
+    return tensor.to(device, non_blocking=True)
+
+
 @dataclass(frozen=True)
 class DevicePlan:
     """How an encoder runs on its device (see :func:`device_plan`); recorded in every training run."""
@@ -73,6 +87,11 @@ class DevicePlan:
     attention: str  # "flash" (packed, FlashAttention), "nested" (packed, SDPA on nested tensors), "padded"
     hf_attention: str  # the model's Hugging Face attention implementation, used by padded chunks
     overridden: tuple[str, ...] = ()  # which of "packed", "precision" were set rather than chosen
+    # the packed FlashAttention path runs its forward through torch.compile (bucketed shapes) in chunks of
+    # PACKED_CHUNK_TOKENS: measured faster on an H200 (benchmarks/results/train_gpu_nvidia-h200.txt: 952.8 vs 630.8
+    # triplets/s eager, no repeated texts); every other path eager in chunks of DEFAULT_CHUNK_TOKENS
+    compiled: bool = False
+    chunk_tokens: int = 16384
 
     @property
     def autocast_dtype(self) -> torch.dtype | None:
@@ -89,7 +108,7 @@ class DevicePlan:
         attention, fp16 autocast + gradient scaler (chosen: FlashAttention and bf16 need sm80+)``."""
         where = self.device_name + (f" (sm{self.capability[0]}{self.capability[1]})" if self.capability else "")
         if self.attention == "flash":
-            path = "packed chunks, variable-length FlashAttention"
+            path = "packed chunks, variable-length FlashAttention" + (", torch.compile" if self.compiled else "")
         elif self.attention == "nested":
             path = "packed chunks, SDPA on nested tensors"
         else:
@@ -157,7 +176,8 @@ def device_plan(device: str | torch.device | None = "auto", model: nn.Module | N
     attention = "flash" if flash else "nested" if use_packed else "padded"
     overridden = tuple(name_ for name_, value in (("packed", packed), ("precision", precision)) if value != "auto")
     return DevicePlan(str(device), name, capability, chosen_precision, chosen_precision == "fp16",
-                      bool(use_packed), attention, hf_attention, overridden)
+                      bool(use_packed), attention, hf_attention, overridden, compiled=bool(flash),
+                      chunk_tokens=PACKED_CHUNK_TOKENS if flash else DEFAULT_CHUNK_TOKENS)
 
 
 def _read_pooling(path: Path) -> str | None:
@@ -173,22 +193,55 @@ def _read_pooling(path: Path) -> str | None:
     raise ValueError(f"{config}: only CLS or mean pooling is supported, got {settings}")
 
 
+def balanced_chunks(order: np.ndarray, sizes: np.ndarray, bound: int) -> list[np.ndarray]:
+    """``order`` (rows, longest first) cut into consecutive chunks of nearly equal token counts (``sizes``, in
+    that order): as few chunks as keep each at most ``bound`` tokens (a chunk of one row may exceed it). Filling
+    each chunk up to ``bound`` in turn instead leaves a last chunk of a few short texts, which costs a whole
+    forward pass of kernel launches for little work (about 6 ms a step on an H200 at 16K-token chunks)."""
+    total = int(sizes.sum())
+    if total <= bound or len(order) <= 1:
+        return [order]
+    middles = np.cumsum(sizes) - sizes / 2  # each row's middle token in the stream
+    count = -(-total // bound)
+    while True:
+        chunk_of_row = np.minimum((middles * count / total).astype(np.int64), count - 1)
+        cuts = np.flatnonzero(np.diff(chunk_of_row)) + 1
+        chunks = np.split(order, cuts)
+        tokens = np.add.reduceat(sizes, np.concatenate([[0], cuts]))
+        if all(total_ <= bound or len(chunk) == 1 for total_, chunk in zip(tokens, chunks)):
+            return chunks
+        count += 1
+
+
+class PackedShape(NamedTuple):
+    """A packed chunk's ``seqlens`` for attention (shortest, longest text; ``(1, max_length)`` when padded to a
+    bucketed shape, so the compiled forward sees constants) and ``real`` = (texts, tokens) before that padding
+    (None when not padded)."""
+
+    seqlens: tuple[int, int]
+    real: tuple[int, int] | None
+
+
 @dataclass
 class HostChunks:
-    """:meth:`Encoder.host_chunks`' result: (row indices, host tensors, (shortest, longest) when packed) per
-    chunk, and the chunking setting they were cut for."""
+    """:meth:`Encoder.host_chunks`' result: (row indices, host tensors, :class:`PackedShape` when packed) per
+    chunk, the chunking setting they were cut for, and the host index that puts the chunks' rows back in input
+    order (None when they are in order)."""
 
-    chunks: list[tuple[np.ndarray, tuple[torch.Tensor, ...], tuple[int, int] | None]]
+    chunks: list[tuple[np.ndarray, tuple[torch.Tensor, ...], PackedShape | None]]
     key: tuple
+    inverse: torch.Tensor | None = None
 
 
 @dataclass
 class PreparedTexts:
-    """:meth:`Encoder.prepare`'s result for one ``forward(texts)`` call."""
+    """:meth:`Encoder.prepare`'s result for one ``forward(texts)`` call: with repeated texts, ``rows`` (a host
+    index tensor) picks each text's row of the distinct texts' embeddings."""
 
     texts: tuple[str, ...]
     distinct: list[str]
     chunks: HostChunks
+    rows: torch.Tensor | None = None
 
 
 class Encoder(nn.Module):
@@ -221,8 +274,16 @@ class Encoder(nn.Module):
         self.precision: str = precision
         device_plan(self.device, model, packed, precision)  # a bad override fails here, not mid-chapter
         # run the packed forward through torch.compile (sdr.packed.compiled_hidden_states); opt-in, measured
-        # in benchmarks/bench_train_gpu.py
-        self.compile_packed = False
+        # in benchmarks/bench_train_gpu.py. compile_buckets: the token count of a compiled chunk is padded up to
+        # one of this many sizes per power of two (sdr.packed.padded_shape) and the text count is dynamic, so a
+        # run compiles at most twice, never per step (0: dynamic shapes from the start, no padding);
+        # compile_mode: torch.compile's mode (None, or "reduce-overhead": CUDA graphs, one per bucket)
+        self.compile_packed: bool | str = "auto"  # "auto": the device plan's (on for packed FlashAttention)
+        self.compile_buckets = 8
+        self.compile_mode: str | None = None
+        # packed chunks of (nearly) equal token counts: a step's tokens over as few chunks as chunk_tokens
+        # allows, without a tiny last chunk (False: fill each chunk up to chunk_tokens in turn)
+        self.balance_chunks = True
         self._token_cache: dict[str, list[int]] = {}  # text -> token ids, so a run tokenizes each text once
         self._cached_max_length = self.max_length
         # prepared inputs of calls to come (see prepare): the trainer builds the next step's on a thread
@@ -338,14 +399,23 @@ class Encoder(nn.Module):
         return device_plan(self.device, self.model, self.packed, self.precision)
 
     @property
+    def compiling(self) -> bool:
+        """Whether packed chunks run through torch.compile: :attr:`compile_packed`, or with "auto" the device
+        plan's choice (on for the packed FlashAttention path, where it was measured faster)."""
+        if self.compile_packed == "auto":
+            return self.plan.compiled
+        return bool(self.compile_packed)
+
+    @property
     def packing(self) -> bool:
         """Whether chunks run padding-free (see :attr:`packed`, :attr:`plan` and :mod:`sdr.packed`)."""
         return self.plan.packed
 
     def _pool_packed(self, flat_ids: torch.Tensor, positions: torch.Tensor, offsets: torch.Tensor,
-                     seqlens: tuple[int, int], attention: str) -> torch.Tensor:
-        pooled = pool_packed_stream(self.model, (flat_ids, positions, offsets), seqlens, self.pooling,
-                                    compiled=self.compile_packed, attention=attention)
+                     shape: "PackedShape", attention: str) -> torch.Tensor:
+        pooled = pool_packed_stream(self.model, (flat_ids, positions, offsets), shape.seqlens, self.pooling,
+                                    compiled=self.compiling, attention=attention, real=shape.real,
+                                    compile_mode=self.compile_mode)
         return nn.functional.normalize(pooled, dim=-1) if self.normalize else pooled
 
     def chunks(self, lengths: Sequence[int], max_rows: int = 0) -> list[np.ndarray]:
@@ -353,6 +423,8 @@ class Encoder(nn.Module):
         (padded tokens, or real ones when :attr:`packing`) and ``max_rows`` rows when > 0; a chunk holds at
         least one row."""
         order = np.argsort(-np.asarray(lengths), kind="stable")
+        if self.packing and self.chunk_tokens > 0 and self.balance_chunks and max_rows <= 0:
+            return balanced_chunks(order, np.asarray(lengths)[order], self.chunk_tokens)
         if self.packing and self.chunk_tokens > 0:  # cut where the real tokens reach the bound
             chunks, start, total = [], 0, 0
             for end, index in enumerate(order):
@@ -379,18 +451,25 @@ class Encoder(nn.Module):
         return chunks
 
     def host_chunks(self, ids: Sequence[Sequence[int]], max_rows: int = 0) -> "HostChunks":
-        """The host-side work of :meth:`embed_token_ids`: the length-sorted chunks and each one's input
-        tensors, still on the host (page-locked on CUDA). Needs no device, so the trainer runs it for the next
-        step on a worker thread while the device runs this one."""
+        """The host-side work of :meth:`embed_token_ids`: the length-sorted chunks, each one's input tensors
+        and the index that puts the embeddings back in input order, all still on the host (page-locked on
+        CUDA). Needs no device, so the trainer runs it for the next step on a worker thread while the device
+        runs this one."""
         pad = self.tokenizer.pad_token_id or 0
         lengths = [len(row) for row in ids]
         plan = self.plan
+        bucketed = self.compiling and self.compile_buckets > 0
         chunks = []
         for chunk in self.chunks(lengths, max_rows):
             if plan.packed:
                 rows = [ids[index] for index in chunk]
-                seqlens = (min(lengths[i] for i in chunk), max(lengths[i] for i in chunk))
-                chunks.append((chunk, pack_on_host(rows, self.device), seqlens))
+                chunk_lengths = [lengths[i] for i in chunk]
+                shape = PackedShape((min(chunk_lengths), max(chunk_lengths)), None)
+                pad_to = None
+                if bucketed:  # a few static shapes for the compiled forward; constant seqlens: no recompile
+                    pad_to = padded_shape(sum(chunk_lengths), len(chunk), self.max_length, self.compile_buckets)
+                    shape = PackedShape((1, self.max_length), (len(chunk), sum(chunk_lengths)))
+                chunks.append((chunk, pack_on_host(rows, self.device, pad_to, pad), shape))
             else:
                 width = lengths[chunk[0]]
                 input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
@@ -401,21 +480,33 @@ class Encoder(nn.Module):
                 if self.device.type == "cuda":
                     input_ids, attention_mask = input_ids.pin_memory(), attention_mask.pin_memory()
                 chunks.append((chunk, (input_ids, attention_mask), None))
-        return HostChunks(chunks, self._chunking_key(max_rows))
+        order = np.concatenate([chunk for chunk, _, _ in chunks]) if chunks else np.zeros(0, dtype=np.int64)
+        inverse = None
+        if not np.array_equal(order, np.arange(len(order))):
+            inverse = np.empty_like(order)
+            inverse[order] = np.arange(len(order))
+            inverse = self._host_index(inverse)
+        return HostChunks(chunks, self._chunking_key(max_rows), inverse)
+
+    def _host_index(self, index) -> torch.Tensor:
+        """An index tensor on the host, page-locked when the encoder is on CUDA (its copy then does not block)."""
+        tensor = torch.as_tensor(np.asarray(index, dtype=np.int64))
+        return tensor.pin_memory() if self.device.type == "cuda" else tensor
 
     def _chunking_key(self, max_rows: int) -> tuple:
         """What host chunks depend on besides the ids: prepared ones are used only while it holds."""
-        return self.chunk_tokens, max_rows, self.plan.packed, self.max_length, str(self.device)
+        return (self.chunk_tokens, max_rows, self.plan.packed, self.max_length, str(self.device), self.balance_chunks,
+                self.compiling and self.compile_buckets)
 
     def run_chunks(self, prepared: "HostChunks") -> torch.Tensor:
         """Embeddings of :meth:`host_chunks`' texts, in their original order."""
         plan = self.plan
         recompute = self.recompute_chunks and torch.is_grad_enabled()
-        parts, positions = [], []
-        for chunk, tensors, seqlens in prepared.chunks:
+        parts = []
+        for chunk, tensors, shape in prepared.chunks:
             inputs = tuple(t.to(self.device, non_blocking=True) for t in tensors)
-            if seqlens is not None:
-                pool, inputs = self._pool_packed, (*inputs, seqlens, plan.attention)
+            if shape is not None:
+                pool, inputs = self._pool_packed, (*inputs, shape, plan.attention)
             else:
                 pool = self._pool
             if recompute:
@@ -424,14 +515,10 @@ class Encoder(nn.Module):
                 parts.append(checkpoint(pool, *inputs, use_reentrant=False))
             else:
                 parts.append(pool(*inputs))
-            positions.append(chunk)
         pooled = torch.cat(parts) if len(parts) > 1 else parts[0]
-        order = np.concatenate(positions)
-        if np.array_equal(order, np.arange(len(order))):
+        if prepared.inverse is None:  # the chunks kept the input order
             return pooled
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        return pooled[torch.as_tensor(inverse, device=pooled.device)]
+        return pooled[prepared.inverse.to(pooled.device, non_blocking=True)]
 
     def embed_token_ids(self, ids: Sequence[Sequence[int]], max_rows: int = 0) -> torch.Tensor:
         """Embeddings of tokenized texts, in their order, run in length-sorted chunks (see :meth:`chunks`),
@@ -443,7 +530,11 @@ class Encoder(nn.Module):
         chunks and their host tensors. The trainer calls it on a worker thread for the next step and hands
         the result over with :meth:`expect`."""
         distinct = list(dict.fromkeys(texts))
-        return PreparedTexts(tuple(texts), distinct, self.host_chunks(self.token_ids(distinct)))
+        rows = None
+        if len(distinct) != len(texts):  # repeated texts: each call's row of the distinct embeddings
+            row = {text: i for i, text in enumerate(distinct)}
+            rows = self._host_index([row[t] for t in texts])
+        return PreparedTexts(tuple(texts), distinct, self.host_chunks(self.token_ids(distinct)), rows)
 
     def expect(self, texts: Sequence[str], prepared) -> None:
         """Register ``prepared`` (a :class:`PreparedTexts` or a future of one) for the next
@@ -471,12 +562,10 @@ class Encoder(nn.Module):
         if not texts:
             raise ValueError("Encoder.forward: no texts to embed")
         prepared = self._take_prepared(texts) or self.prepare(texts)
-        distinct = prepared.distinct
         pooled = self.run_chunks(prepared.chunks)
-        if len(distinct) == len(texts):
+        if prepared.rows is None:
             return pooled
-        row = {text: i for i, text in enumerate(distinct)}
-        return pooled[torch.as_tensor([row[t] for t in texts], device=pooled.device)]
+        return pooled[prepared.rows.to(pooled.device, non_blocking=True)]
 
     @torch.no_grad()
     def encode_texts(self, texts: Sequence[str], batch_size: int = 32, progress: bool = True,

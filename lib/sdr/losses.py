@@ -95,7 +95,7 @@ class TripletMarginLoss(nn.Module):
         if margin is None:
             margin = self.margin
         if isinstance(margin, torch.Tensor):
-            margin = margin.to(device=anchor.device, dtype=anchor.dtype)
+            margin = margin.to(device=anchor.device, dtype=anchor.dtype, non_blocking=True)  # a host margin: no wait
             if margin.dim() != 0 and margin.shape != (anchor.shape[0],):
                 raise ValueError(
                     f"TripletMarginLoss: per-example margin must have shape [B]=({anchor.shape[0]},), "
@@ -192,7 +192,7 @@ class GeneralContrastiveLoss(nn.Module):
             return torch.ones(tuple(shape), dtype=torch.bool, device=device)
         if tuple(mask.shape) != tuple(shape):
             raise ValueError(f"GeneralContrastiveLoss: {name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
-        return mask.to(device=device, dtype=torch.bool)
+        return mask.to(device=device, dtype=torch.bool, non_blocking=True)  # a host mask: no wait
 
 
 def _call_loss(loss: nn.Module, inputs: Any) -> torch.Tensor:

@@ -22,9 +22,11 @@ bit-reproducible, and older GPUs (T4, V100) run padded chunks through Hugging Fa
 from __future__ import annotations
 
 import functools
+import itertools
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -37,20 +39,54 @@ def supports_packing(model: nn.Module) -> bool:
             and not getattr(config, "is_decoder", False))
 
 
-def pack_on_host(ids: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def bucket(count: int, per_octave: int, minimum: int = 1) -> int:
+    """``count`` rounded up to the next of ``per_octave`` evenly spaced sizes in its power of two (at least
+    ``minimum``): 8 per octave waste at most 1/8 of the count and give a few distinct sizes over a run."""
+    if count <= minimum:
+        return minimum
+    step = max(1, (1 << (count.bit_length() - 1)) // per_octave)
+    return -(-count // step) * step
+
+
+def padded_shape(tokens: int, texts: int, max_segment: int, per_octave: int = 8) -> tuple[int, int]:
+    """(token count, text count) a packed stream of ``tokens`` tokens in ``texts`` texts is padded to for the
+    compiled forward (:func:`compiled_hidden_states`): the token count up to its :func:`bucket`, the pad tokens as
+    the fewest extra texts of 1 to ``max_segment`` tokens each (attention stays within a text, so the real texts
+    are unaffected). The text count is left to vary: the compiled forward treats it as dynamic."""
+    padded = bucket(tokens, per_octave, 64)
+    return padded, texts + -(-(padded - tokens) // max_segment)
+
+
+def pack_on_host(ids: Sequence[Sequence[int]], device: torch.device, pad_to: tuple[int, int] | None = None,
+                 pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`pack`'s tensors still on the host (page-locked when ``device`` is CUDA), so a worker thread can
-    build the next step's while the device runs this one; ``.to(device, non_blocking=True)`` then copies."""
-    lengths = torch.tensor([len(row) for row in ids], dtype=torch.long)
+    build the next step's while the device runs this one; ``.to(device, non_blocking=True)`` then copies.
+    Built with NumPy (a tenth of the time ``torch.tensor`` of a Python list takes). ``pad_to`` (token count,
+    text count; :func:`padded_shape`) appends pad texts of ``pad_id`` tokens up to that shape."""
+    lengths = np.fromiter((len(row) for row in ids), dtype=np.int64, count=len(ids))
     if (lengths < 1).any():
         raise ValueError("pack: every text needs at least one token")
-    offsets = torch.zeros(len(ids) + 1, dtype=torch.int32 if device.type == "cuda" else torch.long)
-    offsets[1:] = torch.cumsum(lengths, 0)
-    flat = torch.tensor([token for row in ids for token in row], dtype=torch.long)
-    starts = torch.repeat_interleave(offsets[:-1].long(), lengths)
-    positions = torch.arange(int(offsets[-1])) - starts
+    total = int(lengths.sum())
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=total)
+    if pad_to is not None:
+        padded_tokens, padded_texts = pad_to
+        segments = padded_texts - len(ids)
+        pad = padded_tokens - total
+        if segments < 0 or pad < segments or (segments == 0 and pad > 0):
+            raise ValueError(f"pack: cannot pad {len(ids)} texts of {total} tokens to {pad_to}")
+        if segments:
+            base, extra = divmod(pad, segments)
+            lengths = np.concatenate([lengths, np.full(segments, base, dtype=np.int64)])
+            lengths[len(ids):len(ids) + extra] += 1
+            flat = np.concatenate([flat, np.full(pad, pad_id, dtype=np.int64)])
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    positions = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    offsets = offsets.astype(np.int32 if device.type == "cuda" else np.int64)
+    tensors = tuple(torch.from_numpy(array) for array in (flat, positions, offsets))
     if device.type == "cuda":  # page-locked host memory: the copies to the device don't block the host
-        return tuple(t.pin_memory() for t in (flat, positions, offsets))
-    return flat, positions, offsets
+        return tuple(t.pin_memory() for t in tensors)
+    return tensors
 
 
 def pack(ids: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -129,10 +165,17 @@ def packed_hidden_states(model: nn.Module, flat_ids: torch.Tensor, positions: to
 
 
 @functools.cache
-def compiled_hidden_states():
-    """:func:`packed_hidden_states` through ``torch.compile`` (dynamic shapes: one graph for every token
-    count), which fuses the elementwise work around the matrix products. Opt-in (``Encoder.compile_packed``)."""
-    return torch.compile(packed_hidden_states, dynamic=True)
+def compiled_hidden_states(static: bool = False, mode: str | None = None):
+    """:func:`packed_hidden_states` through ``torch.compile``, which fuses the elementwise work around the matrix
+    products. ``static=False``: dynamic shapes from the start, one graph for every token count.
+    ``static=True``: for streams padded to a few bucketed token counts (:func:`padded_shape`) with constant
+    ``seqlens``: the first shape compiles specialized, a second one compiles a graph general in the token count
+    (torch's automatic dynamic shapes), so a run compiles at most twice, never per step; with
+    ``mode="reduce-overhead"`` (CUDA graphs) each bucket is one recording. ``Encoder.compile_packed``
+    (and ``Encoder.compile_buckets``, ``Encoder.compile_mode``); measured in benchmarks/bench_train_gpu.py."""
+    # static: torch's automatic dynamic shapes (dynamic=None) compile the first token count as it is and, at a
+    # second one, one graph for every count; the text count is marked dynamic by the caller
+    return torch.compile(packed_hidden_states, dynamic=None if static else True, mode=mode)
 
 
 def packed_pool(model: nn.Module, ids: Sequence[Sequence[int]], pooling: str,
@@ -146,19 +189,29 @@ def packed_pool(model: nn.Module, ids: Sequence[Sequence[int]], pooling: str,
 
 def pool_packed_stream(model: nn.Module, packed: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                        seqlens: tuple[int, int], pooling: str, compiled: bool = False,
-                       attention: str = "nested") -> torch.Tensor:
-    """:func:`packed_pool` from :func:`pack`'s tensors, already on the model's device."""
+                       attention: str = "nested", real: tuple[int, int] | None = None,
+                       compile_mode: str | None = None) -> torch.Tensor:
+    """:func:`packed_pool` from :func:`pack`'s tensors, already on the model's device. ``real`` = (texts,
+    tokens) of a stream padded to a bucketed shape (:func:`pack_on_host`'s ``pad_to``): its first texts and
+    tokens are pooled, the pad texts after them dropped, and the compiled forward is the static-shape one."""
     if attention not in ATTENTIONS:
         raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
     flat_ids, positions, offsets = packed
-    texts = offsets.shape[0] - 1
-    forward = compiled_hidden_states() if compiled else packed_hidden_states
+    if compiled:
+        forward = compiled_hidden_states(static=real is not None, mode=compile_mode)
+        if real is not None:  # the text count varies from step to step: no recompilation for it
+            torch._dynamo.maybe_mark_dynamic(offsets, 0)
+    else:
+        forward = packed_hidden_states
     hidden = forward(model, flat_ids, positions, offsets, seqlens, attention)
+    texts, tokens = real if real is not None else (offsets.shape[0] - 1, hidden.shape[0])
+    if real is not None:
+        offsets, hidden = offsets[:texts + 1], hidden[:tokens]
     if pooling == "cls":
         return hidden[offsets[:-1].long()]
     counts = (offsets[1:] - offsets[:-1]).long()  # on the device already: no host copy
     # output_size given: without it repeat_interleave reads the counts' sum back to the host (a sync)
     text_of_token = torch.repeat_interleave(torch.arange(texts, device=hidden.device), counts,
-                                            output_size=hidden.shape[0])
+                                            output_size=tokens)
     sums = torch.zeros((texts, hidden.shape[1]), dtype=hidden.dtype, device=hidden.device)
     return sums.index_add(0, text_of_token, hidden) / counts.unsqueeze(1).to(hidden.dtype)

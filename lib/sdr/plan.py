@@ -1,12 +1,14 @@
 """What a ``paper`` run will do, printed before it trains: data sets and their sizes, training examples, optimizer
 steps, and the estimated GPU time on the detected device.
 
-The time comes from the trainer's GPU measurements (``benchmarks/results/train_gpu_nvidia-h100-80gb-hbm3*.txt``:
-BERT-base size, bf16, packed, eager, effective batch 32, 198 tokens a text, 70 of the 96 texts of a step computed:
-the median of four runs' triplets/s, never the best), turned into *computed tokens per second* and scaled (1) to the run's texts per example
-and tokens per text, and (2) to another GPU by the ratio of its dense tensor-core peak to the H100's. Only the H100
-figure is measured; every other device's is an extrapolation and is labelled so. Estimates count every text of
-every example (no deduplication within a step), so they are upper bounds for triplet objectives.
+The time comes from the trainer's GPU measurement (``benchmarks/results/train_gpu_nvidia-h200.txt``, written by
+``benchmarks/device_check.sh``: BERT-base size, the default path there — packed FlashAttention, bf16, torch.compile,
+64K-token chunks —, effective batch 32, CSAbstruct abstracts of 193 tokens on average, every text of a step computed:
+the median of three runs' triplets/s, never the best), turned into *computed tokens per second* and scaled (1) to
+the run's texts per example and tokens per text, and (2) to another GPU by the ratio of its dense tensor-core peak to
+the H200's. Only the H200 figure is measured; every other device's is an extrapolation and is labelled so. Encoding
+(inference) was measured on an H100 (``train_gpu_nvidia-h100-80gb-hbm3.txt``) and is scaled the same way. Estimates
+count every text of every example (no deduplication within a step), so they are upper bounds for triplet objectives.
 """
 
 from __future__ import annotations
@@ -16,21 +18,21 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-MEASURED_DEVICE = "NVIDIA H100 80GB HBM3"
-MEASURED_RUNS_TRIPLETS_PER_S = (595.5, 520.0, 571.4, 649.7)  # the four 198-token runs of the two raw files
-MEASURED_TRIPLETS_PER_S = float(sorted(MEASURED_RUNS_TRIPLETS_PER_S)[1] + sorted(MEASURED_RUNS_TRIPLETS_PER_S)[2]) / 2
-MEASURED_TEXTS_COMPUTED_PER_STEP = 70
+MEASURED_DEVICE = "NVIDIA H200"
+MEASURED_RUNS_TRIPLETS_PER_S = (957.0, 952.6, 952.8)  # the three no-repeat runs of the default (compiled) path
+MEASURED_TRIPLETS_PER_S = float(sorted(MEASURED_RUNS_TRIPLETS_PER_S)[1])
+MEASURED_TEXTS_COMPUTED_PER_STEP = 96  # no repeated text: every text of a step's 32 triplets is computed
 MEASURED_BATCH = 32
-MEASURED_TOKENS_PER_TEXT = 198
+MEASURED_TOKENS_PER_TEXT = 193
 MEASURED_TOKENS_PER_S = (MEASURED_TRIPLETS_PER_S / MEASURED_BATCH * MEASURED_TEXTS_COMPUTED_PER_STEP
                          * MEASURED_TOKENS_PER_TEXT)
-"""Computed tokens per second of BERT-base training (forward + backward) on the measured H100 (≈ 281 K)."""
+"""Computed tokens per second of BERT-base training (forward + backward) on the measured H200 (≈ 552 K)."""
 
 PEAK_TFLOPS = {  # dense tensor-core peak in the precision the trainer uses there (bf16 on sm80+, fp16 before)
     "H100": 989.0, "H200": 989.0, "A100": 312.0, "L4": 121.0, "A10G": 70.0, "A10": 125.0, "L40S": 362.0,
     "RTX 4090": 165.0, "RTX 3090": 71.0, "V100": 125.0, "T4": 65.0, "P100": 21.0,
 }
-"""Datasheet peaks (NVIDIA), used only to scale the H100 measurement; the key is matched in the device name."""
+"""Datasheet peaks (NVIDIA), used only to scale the measurements; the key is matched in the device name."""
 
 BERT_BASE_MATMUL_PARAMETERS = 85e6  # the planner scales other model sizes by their matmul parameters
 
@@ -46,13 +48,13 @@ def tokens_per_second(device_name: str, model_parameters: float = BERT_BASE_MATM
     """Estimated computed training tokens per second on ``device_name`` and how the figure was obtained."""
     scale = BERT_BASE_MATMUL_PARAMETERS / model_parameters
     if MEASURED_DEVICE.lower() in device_name.lower():
-        return MEASURED_TOKENS_PER_S * scale, "measured on this device (H100, benchmarks/results)"
+        return MEASURED_TOKENS_PER_S * scale, "measured on this device (H200, benchmarks/results)"
     peak = peak_for(device_name)
     if peak is None:
         raise ValueError(f"no peak throughput known for {device_name!r}; known: {', '.join(PEAK_TFLOPS)}")
     key, tflops = peak
-    return (MEASURED_TOKENS_PER_S * tflops / PEAK_TFLOPS["H100"] * scale,
-            f"extrapolated from the H100 measurement by peak tensor throughput ({key} {tflops:g} vs H100 989 "
+    return (MEASURED_TOKENS_PER_S * tflops / PEAK_TFLOPS["H200"] * scale,
+            f"extrapolated from the H200 measurement by peak tensor throughput ({key} {tflops:g} vs H200 989 "
             f"TFLOP/s); not measured")
 
 
@@ -186,8 +188,9 @@ if __name__ == "__main__":
 # come from the measured throughput (training and encoding on the measured GPU), scaled to other GPUs by their peak
 # and labelled as scaled; other work states its own rate (``Work.how``).
 
+MEASURED_ENCODE_DEVICE = "NVIDIA H100 80GB HBM3"
 MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512, bf16 (train_gpu_nvidia-h100…txt)
-MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * MEASURED_TOKENS_PER_TEXT
+MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * 198  # that run's texts: 198 tokens on average
 """Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
 
 KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "cpu")
@@ -259,9 +262,11 @@ class Work:
             rate, _ = tokens_per_second(device_name)
             return self.runs * self.examples * self.epochs * self.texts_per_example * self.tokens_per_text / rate / 3600
         if self.kind == "encode" and self.texts:
-            rate, _ = tokens_per_second(device_name)
-            return self.runs * self.texts * self.tokens_per_text / (rate * MEASURED_ENCODE_TOKENS_PER_S
-                                                                     / MEASURED_TOKENS_PER_S) / 3600
+            peak = peak_for(device_name)
+            if peak is None:
+                raise ValueError(f"no peak throughput known for {device_name!r}; known: {', '.join(PEAK_TFLOPS)}")
+            rate = MEASURED_ENCODE_TOKENS_PER_S * peak[1] / PEAK_TFLOPS["H100"]
+            return self.runs * self.texts * self.tokens_per_text / rate / 3600
         if self.hours_on == "GPU":
             return self.runs * self.hours * _peak_ratio(device_name)
         return 0.0
@@ -282,7 +287,7 @@ def _peak_ratio(device_name: str) -> float:
     peak = peak_for(device_name)
     if peak is None:
         raise ValueError(f"no peak throughput known for {device_name!r}; known: {', '.join(PEAK_TFLOPS)}")
-    return PEAK_TFLOPS["H100"] / peak[1]
+    return PEAK_TFLOPS["H200"] / peak[1]
 
 
 @dataclass

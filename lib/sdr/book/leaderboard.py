@@ -236,54 +236,86 @@ def seed_summary(benchmark: str, profile: str = "real", results: Path | None = N
         from sdr.stats import mean_sd
 
         mean, sd, seeds = mean_sd(group[spec["headline"]].astype(float))
-        per_query = None
+        per_query, per_query_seeds = None, None
         if "per_query" in group and group["per_query"].notna().all():
             keys = list(group["per_query"].iloc[0])
-            per_query = {k: float(sum(p[k] for p in group["per_query"]) / len(group)) for k in keys}
+            per_query_seeds = [dict(p) for p in group["per_query"]]
+            per_query = {k: float(sum(p[k] for p in per_query_seeds) / len(group)) for k in keys}
         first = group.iloc[0]
         lines.append({"method": method, **{m: float(group[m].astype(float).mean()) for m in metrics},
                       "sd": sd, "seeds": seeds, "input_tokens": first.get("input_tokens"),
                       "training": first["training"], "base_model": first["base_model"], "chapter": first["chapter"],
                       "reference": first.get("reference") if isinstance(first.get("reference"), str) else None,
-                      "per_query": per_query,
+                      "per_query": per_query, "per_query_seeds": per_query_seeds,
                       "query_groups": first.get("query_groups") if per_query is not None else None})
     return pd.DataFrame(lines)
+
+
+HEADLINE_COLUMNS = ["method", "mean", "sd", "seeds", "difference", "low", "high", "excludes_zero", "p_value",
+                    "p_holm", "conditional", "reference", "best_untrained", "best_difference", "best_low", "best_high",
+                    "input_tokens", "training", "chapter"]
 
 
 def headline_table(benchmark: str, profile: str = "real", results: Path | None = None, samples: int = 2000,
                    seed: int = 0) -> pd.DataFrame:
     """The Summary's headline table of a benchmark: per system the headline mean ± σ over seeds and, for a row
-    with a ``reference`` (its untrained encoder), the difference with a paired bootstrap 95 % interval over
-    queries (:func:`sdr.stats.paired_bootstrap`); best first."""
-    from sdr.stats import paired_bootstrap
+    with a ``reference`` (its untrained encoder, read the same way), the difference with a two-stage bootstrap 95 %
+    interval — training seeds, then queries within folds, paired (:func:`sdr.stats.seed_query_bootstrap`;
+    ``conditional``: one trained seed, so the interval is conditional on that one model) —, its p-value and
+    Holm's adjustment over the leaderboard's comparisons (``p_holm``: the family is every row compared with its
+    reference here). ``best_untrained`` is the strongest untrained reading of the same encoder (another pooling,
+    the same input length) and ``best_difference`` … ``best_high`` the row's difference from it: whether training
+    beat the best free baseline, not only the one it started from. Best first."""
+    from sdr.stats import holm, seed_query_bootstrap
 
     spec = BENCHMARKS[benchmark]
     summary = seed_summary(benchmark, profile, results)
     if summary.empty:
-        return pd.DataFrame(columns=["method", "mean", "sd", "seeds", "difference", "low", "high", "excludes_zero",
-                                     "reference", "input_tokens", "training", "chapter"])
+        return pd.DataFrame(columns=HEADLINE_COLUMNS)
     by_method = summary.set_index("method")
+    untrained = summary[~summary["training"].map(trained_here).astype(bool) & summary["per_query"].notna()
+                        & summary["reference"].isna()]
+
+    def compare(line, other: str) -> dict:
+        if other not in by_method.index or by_method.loc[other, "per_query"] is None or line["per_query"] is None:
+            raise ValueError(f"{benchmark}: {line['method']!r} is compared with {other!r}, which has no stored "
+                             f"per-query scores at {profile} (store the reference row with per_query)")
+        return seed_query_bootstrap(line["per_query_seeds"], by_method.loc[other, "per_query_seeds"],
+                                    line["query_groups"], samples=samples, seed=seed,
+                                    b_trained=trained_here(by_method.loc[other, "training"]))
+
     lines = []
     for _, line in summary.iterrows():
-        entry = {"method": line["method"], "mean": line[spec["headline"]], "sd": line["sd"], "seeds": line["seeds"],
-                 "difference": None, "low": None, "high": None, "excludes_zero": None,
-                 "reference": line["reference"], "input_tokens": line["input_tokens"], "training": line["training"],
-                 "chapter": line["chapter"]}
+        entry = {key: None for key in HEADLINE_COLUMNS}
+        entry.update({"method": line["method"], "mean": line[spec["headline"]], "sd": line["sd"],
+                      "seeds": line["seeds"], "reference": line["reference"], "input_tokens": line["input_tokens"],
+                      "training": line["training"], "chapter": line["chapter"]})
         reference = line["reference"] if isinstance(line["reference"], str) else None
         if reference:
-            if reference not in by_method.index or by_method.loc[reference, "per_query"] is None or line["per_query"] is None:
-                raise ValueError(f"{benchmark}: {line['method']!r} is compared with {reference!r}, which has no stored "
-                                 f"per-query scores at {profile} (store the reference row with per_query)")
-            interval = paired_bootstrap(line["per_query"], by_method.loc[reference, "per_query"],
-                                        line["query_groups"], samples=samples, seed=seed)
+            interval = compare(line, reference)
             entry.update(difference=interval["difference"], low=interval["low"], high=interval["high"],
-                         excludes_zero=interval["excludes_zero"])
+                         excludes_zero=interval["excludes_zero"], p_value=interval["p_value"],
+                         conditional=interval["conditional_on_one_model"])
+            base = by_method.loc[reference, "base_model"]
+            rivals = untrained[(untrained["base_model"] == base)
+                               & (untrained["input_tokens"] == by_method.loc[reference, "input_tokens"])]
+            if len(rivals):
+                best = rivals.sort_values(spec["headline"], ascending=False).iloc[0]["method"]
+                against_best = interval if best == reference else compare(line, best)
+                entry.update(best_untrained=best, best_difference=against_best["difference"],
+                             best_low=against_best["low"], best_high=against_best["high"])
         lines.append(entry)
-    return pd.DataFrame(lines).sort_values("mean", ascending=False).reset_index(drop=True)
+    table = pd.DataFrame(lines, columns=HEADLINE_COLUMNS)
+    compared = table["p_value"].notna()
+    if compared.any():
+        adjusted = holm(dict(zip(table.loc[compared, "method"], table.loc[compared, "p_value"].astype(float))))
+        table.loc[compared, "p_holm"] = table.loc[compared, "method"].map(adjusted)
+    return table.sort_values("mean", ascending=False).reset_index(drop=True)
 
 
 def headline_display(table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
-    """:func:`headline_table` as the page shows it: four short columns that fit the page."""
+    """:func:`headline_table` as the page shows it: short columns that fit the page (a † marks an interval
+    conditional on one trained model)."""
     spec = BENCHMARKS[benchmark]
     decimals = spec["decimals"]
 
@@ -291,16 +323,25 @@ def headline_display(table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
         spread = f" ± {line['sd']:.{decimals}f}" if line["seeds"] > 1 else ""
         return f"{line['mean']:.{decimals}f}{spread}" + (f" ({line['seeds']} seeds)" if line["seeds"] > 1 else "")
 
-    def delta(line) -> str:
-        if not isinstance(line["difference"], float) or line["difference"] != line["difference"]:
+    def interval(line, prefix: str = "") -> str:
+        value = line[f"{prefix}difference"]
+        if not isinstance(value, float) or value != value:
             return "—"
-        return f"{line['difference']:+.{decimals}f} [{line['low']:+.{decimals}f}, {line['high']:+.{decimals}f}]"
+        mark = "†" if line["conditional"] else ""
+        return (f"{value:+.{decimals}f} [{line[f'{prefix}low']:+.{decimals}f}, "
+                f"{line[f'{prefix}high']:+.{decimals}f}]{mark}")
+
+    def holm_p(line) -> str:
+        value = line["p_holm"]
+        return "—" if value is None or value != value else f"{value:.3f}"
 
     def budget(text: str) -> str:
         return text if len(text) <= 32 else text[:31] + "…"
 
     return pd.DataFrame({"system": table["method"], spec["headline"]: table.apply(score, axis=1),
-                         "Δ vs untrained [95 % CI]": table.apply(delta, axis=1),
+                         "Δ vs its untrained encoder [95 % CI]": table.apply(interval, axis=1),
+                         "p (Holm)": table.apply(holm_p, axis=1),
+                         "Δ vs best untrained [95 % CI]": table.apply(lambda line: interval(line, "best_"), axis=1),
                          "training": table["training"].map(budget)})
 
 

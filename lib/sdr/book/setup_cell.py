@@ -1,8 +1,8 @@
 """The two cells every chapter gets from ``sdr book-setup-cells``, and the book's repository (``_config.yml``).
 
 * The **setup cell** (first code cell): on Colab it clones the book's repository at the published branch (the
-  code at the commit the page was built from, with the executed chapters), installs it without touching Colab's
-  torch, keeps results and data on Google Drive for ``paper`` runs, fetches the chapter's data
+  code at the commit the page was built from, with the executed chapters), installs what the chapters need
+  without replacing Colab's torch/CUDA stack or anything the kernel has imported, keeps results and data on Google Drive for ``paper`` runs, fetches the chapter's data
   (:func:`sdr.colab.setup`); elsewhere it only names the device.
 * The **profile cell** (right after the ``parameters`` cell): in an interactive session whose setup cell chose a
   profile (``SDR_INTERACTIVE_PROFILE``), it applies that profile's parameters from ``profiles.yml``, the way

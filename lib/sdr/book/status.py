@@ -35,7 +35,8 @@ def _paper_value(benchmark: str, paper_model: str | None, metric: str) -> float 
 
 
 def reproduction_status(results: Path | None = None) -> pd.DataFrame:
-    """One row per method, one column per benchmark: our headline number, the paper's, and which run.
+    """One row per method, one column per benchmark: our headline number (mean ± σ over the run's seeds), the
+    paper's, and which run.
 
     A cell prefers a real-data run here (profile ``real``, then any other non-``paper`` profile), then a
     replica run ("replica only": the real benchmark is evaluated at the ``paper`` profile, not run here),
@@ -53,12 +54,17 @@ def reproduction_status(results: Path | None = None) -> pd.DataFrame:
             return (2, 0)
         return (0 if row["data"] == "real" else 1, 0 if row["profile"] == "real" else 1)
 
+    from sdr.stats import mean_sd
+
     cells: dict[str, dict[str, str]] = {}
     for (method, benchmark), group in rows.groupby(["method", "benchmark"], sort=False):
         spec = BENCHMARKS[benchmark]
         best = min((row for _, row in group.iterrows()), key=rank)
         headline, decimals = spec["headline"], spec["decimals"]
-        text = f"{best[headline]:.{decimals}f}"
+        # every seed of the chosen run (same profile and data), as mean ± σ: not the first seed stored
+        runs = group[(group["profile"] == best["profile"]) & (group["data"] == best["data"])]
+        mean, sd, count = mean_sd(runs[headline].astype(float))
+        text = f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f} ({count} seeds)" if count > 1 else "")
         paper = _paper_value(benchmark, best["paper_model"], headline)
         text += f" (paper {paper:.{decimals}f})" if paper is not None else " (paper: —)"
         where = {0: f"real data, `{best['profile']}`", 1: f"replica only, `{best['profile']}`",

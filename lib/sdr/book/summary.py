@@ -173,23 +173,39 @@ def leaderboard_bars(run, boards: Mapping[str, Leaderboard], benchmark: str) -> 
 
 
 def interval_findings(boards: Mapping[str, Leaderboard]) -> list[str]:
-    """What the intervals say, one sentence per leaderboard written from its headline table: how many trained rows
-    are above their untrained encoder with an interval that excludes 0, how many below, how many within noise.
+    """What the intervals say, generated from each leaderboard's headline table: per trained row one sentence
+    (:func:`sdr.stats.verdict`) that ranks it against its untrained encoder only when the two-stage interval (seeds,
+    then queries) excludes 0 and Holm's adjustment over the leaderboard's comparisons keeps p below 0.05, otherwise
+    says the difference is within noise; then the counts, the family and whether training beat the best free
+    baseline (the strongest untrained pooling).
 
     Shown in: notebooks/summary.ipynb, Leaderboard on real data."""
     from IPython.display import Markdown, display
 
+    from sdr.stats import verdict
+
     lines = []
     for name, board in boards.items():
         compared = board.headline[board.headline["difference"].notna()]
-        excludes = compared["excludes_zero"].astype(bool)
-        above = compared[excludes & (compared["difference"] > 0)]["method"].tolist()
-        below = compared[excludes & (compared["difference"] < 0)]["method"].tolist()
-        noise = compared[~excludes]["method"].tolist()
-        lines.append(
-            f"**{BENCHMARKS[name]['title']}.** Of {len(compared)} trained rows compared with their untrained encoder, "
-            f"{len(above)} are above it with an interval that excludes 0 ({', '.join(above) or 'none'}), {len(below)} "
-            f"below it ({', '.join(below) or 'none'}), and {len(noise)} within noise ({', '.join(noise) or 'none'}).")
+        sentences, above, below = [], 0, 0
+        for line in compared.itertuples():
+            result = {"difference": line.difference, "low": line.low, "high": line.high,
+                      "conditional_on_one_model": bool(line.conditional)}
+            sentence = verdict(line.method, line.reference, result, adjusted_p=float(line.p_holm))
+            above += sentence.startswith(f"{line.method} is above")
+            below += sentence.startswith(f"{line.method} is below")
+            if isinstance(line.best_untrained, str) and line.best_untrained != line.reference:
+                beats = line.best_low > 0
+                sentence += (f" Against the best untrained reading ({line.best_untrained}): {line.best_difference:+.2f} "
+                             f"[{line.best_low:+.2f}, {line.best_high:+.2f}], "
+                             + ("above it." if beats else "not above it: training did not beat the best free baseline."))
+            sentences.append(f"- {sentence}")
+        header = (f"**{BENCHMARKS[name]['title']}.** {len(compared)} trained rows compared with their untrained "
+                  f"encoder (one family: Holm's correction over these {len(compared)} comparisons, each a two-stage "
+                  f"bootstrap over training seeds and queries; † in the table: one trained seed, so the interval is "
+                  f"conditional on that model): {above} above it, {below} below it, {len(compared) - above - below} "
+                  "within noise.")
+        lines.append("\n".join([header, *sentences]))
         display(Markdown(lines[-1]))
     return lines
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def score(inputs: embed.Inputs, vectors: Mapping[str, np.ndarray], progress: boo
     name = inputs.benchmark
     wide = {key: np.asarray(vector, dtype=np.float64) for key, vector in vectors.items()}
     if name == "csfcube":
-        result = csfcube.evaluate(inputs.data, embeddings=vectors)
+        result = csfcube.evaluate(inputs.data, embeddings=vectors, return_per_query=True)
         return result, book.csfcube_metrics(result)
     if name in ("csabstruct", "pubmed_rct"):
         result = sentences.evaluate(vectors, inputs.labels)
@@ -59,13 +60,16 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
                    pooling: str | None = None, layers: int = 0,
                    device: str = "auto", batch_size: int = 32, csfcube_queries: str = "abstract",
                    download: bool = False, embeddings_dir: str | Path | None = None, progress: bool = False,
-                   n_jobs: int = 1, cache: bool | str | Path = True) -> dict:
+                   n_jobs: int = 1, cache: bool | str | Path = True, lengths: Mapping[str, int] | None = None,
+                   normalize: bool | None = None) -> dict:
     """Embed and score ``model`` on ``benchmarks`` (None: every benchmark whose data is found, the others listed
     under ``"skipped"`` with the reason; named benchmarks must all have data). ``data_dirs`` overrides a
     benchmark's folder. ``embeddings_dir`` also writes each benchmark's vectors as ``<benchmark>.jsonl``.
     ``cache`` (default on; a folder to use another than ``$SDR_DATA_CACHE/embeddings``) reads each benchmark's
     vectors back from :class:`sdr.evaluate.cache.EmbeddingCache` when the same model, texts and reading settings
-    were embedded before, and stores them otherwise; ``"cached"`` lists the benchmarks read back.
+    were embedded before, and stores them otherwise; ``"cached"`` lists the benchmarks read back. ``lengths``
+    gives a benchmark's input length (tokens) where ``max_length`` is None (:func:`leaderboard_lengths`: the
+    profile's, so an outside model's rows read what the chapters' rows read).
 
     Returns ``{"model", "label", "max_length", "pooling", "normalize", "layers", "csfcube_queries",
     "benchmarks": {name: {"data", "inputs", "vectors", "result", "leaderboard_metrics"}}, "skipped"}``.
@@ -90,7 +94,7 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
             skipped[name] = str(error)
     if not located:
         raise FileNotFoundError("no benchmark data found: " + "; ".join(skipped.values()))
-    encoder = embed.load_model(model, max_length, pooling, layers, device)
+    encoder = embed.load_model(model, max_length, pooling, layers, device, normalize)
     store_cache, identity, cached = None, None, []
     if cache:
         from sdr.evaluate.cache import EmbeddingCache, model_identity, model_location
@@ -100,7 +104,10 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
             store_cache = EmbeddingCache(None if cache is True else cache)
             identity = model_identity(location, layers)
     scored = {}
+    own_length = encoder.max_length
     for name, data in located.items():
+        encoder.max_length = (lengths or {}).get(name, own_length) if max_length is None else max_length
+        started = time.perf_counter()
         try:
             inputs = embed.benchmark_inputs(name, data, encoder, csfcube_queries)
         except FileNotFoundError as error:
@@ -123,13 +130,21 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
             _write(Path(embeddings_dir), inputs, vectors)
         result, metrics = score(inputs, vectors, progress, n_jobs)
         scored[name] = {"data": str(inputs.data), "inputs": inputs.report, "vectors": len(vectors),
-                        "result": result, "leaderboard_metrics": metrics}
+                        "result": result, "leaderboard_metrics": metrics, "max_length": encoder.max_length,
+                        "seconds": round(time.perf_counter() - started, 1)}
+        # a line per benchmark in any log (the bars show only on a terminal)
+        print(f"sdr evaluate all: {name}: {len(vectors):,} texts at {encoder.max_length} tokens "
+              f"{'read from the cache' if name in cached else 'embedded'} and scored in "
+              f"{scored[name]['seconds']:.0f} s", file=sys.stderr, flush=True)
     if not scored:
         raise FileNotFoundError("no benchmark could be scored: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
     if skipped:
         print(f"sdr evaluate all: skipped {', '.join(skipped)} (no data; --benchmarks NAME says why)",
               file=sys.stderr)
-    return {"model": model, "label": embed.model_label(model, layers), "max_length": encoder.max_length,
+    encoder.max_length = own_length
+    return {"model": model, "label": embed.model_label(model, layers),
+            "max_length": max_length if max_length is not None else None,
+            "device": str(encoder.device), "precision": encoder.plan.precision, "batch_size": batch_size,
             "pooling": encoder.pooling, "normalize": encoder.normalize, "layers": layers,
             "csfcube_queries": csfcube_queries, "benchmarks": scored, "skipped": skipped, "cached": cached,
             "model_identity": identity}
@@ -146,17 +161,51 @@ def _write(folder: Path, inputs: embed.Inputs, vectors: Mapping[str, np.ndarray]
 
 
 def method_name(outcome: Mapping, name: str | None = None) -> str:
-    """The leaderboard's name for the scored model: ``--name``, else label · pooling · input length."""
+    """The leaderboard's name for the scored model: ``--name``, else label · pooling (each row records its input
+    length; an explicit ``--max-length`` is part of the name, since it overrides the profile's lengths)."""
     if name:
         return name
-    text = f"{outcome['label']} · {outcome['pooling']} · {outcome['max_length']} tokens"
+    text = f"{outcome['label']} · {outcome['pooling']}"
+    if outcome.get("max_length"):
+        text += f" · {outcome['max_length']} tokens"
     return text + (" · facet query" if outcome["csfcube_queries"] == "facet" and "csfcube" in outcome["benchmarks"]
                    else "")
 
 
+def leaderboard_lengths(profile: str) -> dict[str, int]:
+    """The input length each leaderboard benchmark is read at, at ``profile``: the Benchmarks chapter's
+    ``csfcube_max_length`` and ``csabstruct_max_length`` (its ``max_length`` where 0), the lengths every chapter's
+    rows on those leaderboards read."""
+    from sdr import book
+
+    values = {**_defaults("benchmarks"), **book.chapter_parameters("benchmarks", profile)}
+    return {"csfcube": int(values["csfcube_max_length"] or values["max_length"]),
+            "csabstruct": int(values["csabstruct_max_length"] or values["max_length"])}
+
+
+def _defaults(chapter: str) -> dict:
+    import ast
+
+    from sdr import book
+
+    return {k: ast.literal_eval(v) for k, v in book.notebook_parameters(book.NOTEBOOKS / f"{chapter}.ipynb").items()}
+
+
+def reference_method(benchmark: str, profile: str, pooling: str) -> str:
+    """The Benchmarks chapter's untrained encoder at ``profile`` read with ``pooling`` (the row it stores with
+    per-query scores): what an outside model's row is compared with, as every chapter's trained row is."""
+    from sdr import book
+
+    values = {**_defaults("benchmarks"), **book.chapter_parameters("benchmarks", profile)}
+    return book.untrained_reference(values["model_name"], values["model_layers"], pooling, benchmark)
+
+
 def store(outcome: Mapping, profile: str = "real", name: str | None = None, data: str = "real",
           training: str = DEFAULT_TRAINING) -> Path | None:
-    """Store the leaderboard rows of :func:`evaluate_model`'s ``outcome`` (None when no benchmark has one)."""
+    """Store the leaderboard rows of :func:`evaluate_model`'s ``outcome`` (None when no benchmark has one): each
+    with its input length, per-query scores and, on CSFCube and CSAbstruct, the Benchmarks chapter's untrained
+    encoder read the same way as its reference (so the Summary shows its difference and interval), plus one record
+    per benchmark of how it was scored (:func:`run_record`)."""
     from sdr import book
 
     method = method_name(outcome, name)
@@ -165,16 +214,72 @@ def store(outcome: Mapping, profile: str = "real", name: str | None = None, data
         if scored["leaderboard_metrics"] is None:
             continue
         board = LEADERBOARD_OF[benchmark]
+        per_query, groups, reference = None, None, None
+        if board == "csfcube":
+            per_query, groups = book.csfcube_per_query(scored["result"], scored["data"])
+        elif board == "csabstruct":
+            per_query = book.csabstruct_per_query(scored["result"])
+        if per_query is not None:
+            reference = reference_method(board, profile, outcome["pooling"])
         rows.append(book.leaderboard_row(method, board, scored["leaderboard_metrics"], data=data,
                                          base_model=outcome["label"], training=training,
-                                         input_tokens=int(outcome["max_length"])))
+                                         input_tokens=int(scored["max_length"]), per_query=per_query,
+                                         query_groups=groups, reference=reference))
         sources.append(f"{book.BENCHMARKS[board]['title']} via sdr evaluate all ({data} data)")
+    for benchmark in outcome["benchmarks"]:
+        run_record(outcome, benchmark, method, profile)
     if not rows:
         return None
     details = {key: value for key, value in outcome.items() if key != "benchmarks"}
-    details["benchmarks"] = {b: {k: v for k, v in s.items() if k != "leaderboard_metrics"}
+    details["benchmarks"] = {b: {k: v for k, v in s.items() if k not in ("leaderboard_metrics", "result")}
                              for b, s in outcome["benchmarks"].items()}
     return book.store_external_rows(rows, profile, sources, details)
+
+
+def run_record(outcome: Mapping, benchmark: str, method: str, profile: str) -> Path:
+    """One record per model and benchmark (as MTEB keeps one file per model and task): the scores, the model's
+    identity (Hub revision or weights digest), the book's commit, library versions, device, precision, batch size,
+    input length (and whether it overrode the profile's), and when; in
+    ``<results>/external/runs/<profile>/<method>/<benchmark>.json``."""
+    import json
+    import platform
+    import re
+    import subprocess
+    from datetime import datetime, timezone
+    from importlib.metadata import PackageNotFoundError, version
+
+    from sdr.book import paths, results
+
+    scored = outcome["benchmarks"][benchmark]
+
+    def package(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    try:
+        commit = subprocess.run(["git", "-C", str(paths.ROOT), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    record = {"method": method, "benchmark": benchmark, "profile": profile, "model": outcome["model"],
+              "model_identity": outcome.get("model_identity"), "pooling": outcome["pooling"],
+              "normalize": outcome["normalize"], "layers": outcome["layers"], "input_tokens": scored["max_length"],
+              "input_tokens_overridden": outcome.get("max_length") is not None,
+              "csfcube_queries": outcome["csfcube_queries"], "device": outcome.get("device"),
+              "precision": outcome.get("precision"), "batch_size": outcome.get("batch_size"),
+              "book_commit": commit, "python": platform.python_version(),
+              "libraries": {name: package(name) for name in ("sdr", "torch", "transformers", "sentence-transformers",
+                                                             "numpy", "scikit-learn", "pytrec-eval-terrier")},
+              "written": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": scored.get("seconds"),
+              "cached": benchmark in outcome.get("cached", []), "data": scored["data"],
+              "result": results.jsonable(scored["result"])}
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", method).strip("_") or "model"
+    path = paths.results_dir() / "external" / "runs" / profile / slug / f"{benchmark}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, default=str))
+    return path
 
 
 # ------------------------------------------------------------------------------------------------ command
@@ -222,6 +327,6 @@ def run(args: argparse.Namespace) -> dict:
                              layers=args.layers, device=args.device, batch_size=args.batch_size,
                              csfcube_queries=args.csfcube_queries, download=args.download,
                              embeddings_dir=args.embeddings_dir, progress=sys.stderr.isatty(), n_jobs=args.n_jobs,
-                             cache=not args.no_cache)
+                             cache=not args.no_cache, lengths=leaderboard_lengths(args.profile))
     stored = None if args.no_store else store(outcome, args.profile, args.name, args.data, args.training)
     return {"method": method_name(outcome, args.name), "stored": str(stored) if stored else None, **outcome}

@@ -371,19 +371,19 @@ def seed_spread(rows: Sequence[Mapping], reference_queries: Mapping[str, float],
                 seed: int = 0) -> pd.DataFrame:
     """The page's view of leaderboard rows trained with several seeds (:func:`sdr.book.leaderboard_row` dicts with
     ``seed`` and ``per_query``): one line per method with its ``headline`` per seed, their mean and σ
-    (:func:`sdr.stats.mean_sd`), and the difference from a reference scored on the same queries with its paired
-    bootstrap 95 % interval (:func:`sdr.stats.paired_bootstrap`; per-query scores averaged over seeds, as the
-    Summary pairs them).
+    (:func:`sdr.stats.mean_sd`), and the difference from a reference scored on the same queries with its two-stage
+    bootstrap 95 % interval (:func:`sdr.stats.seed_query_bootstrap`: training seeds, then queries, paired; as the
+    Summary computes it).
 
     Shown in: notebooks/flew.ipynb, 5. CSFCube."""
-    from sdr.stats import mean_sd, paired_bootstrap
+    from sdr.stats import mean_sd, seed_query_bootstrap
 
     lines = {}
     for method in dict.fromkeys(row["method"] for row in rows):
         own = [row for row in rows if row["method"] == method]
         mean, sd, _ = mean_sd([row["metrics"][headline] for row in own])
-        averaged = {k: float(np.mean([row["per_query"][k] for row in own])) for k in own[0]["per_query"]}
-        interval = paired_bootstrap(averaged, reference_queries, query_groups, seed=seed)
+        interval = seed_query_bootstrap([row["per_query"] for row in own], [reference_queries], query_groups,
+                                        seed=seed)
         lines[method] = {**{f"seed {row['seed']}": row["metrics"][headline] for row in own}, "mean": mean, "σ": sd,
                          "Δ vs reference": interval["difference"], "95 % low": interval["low"],
                          "95 % high": interval["high"]}

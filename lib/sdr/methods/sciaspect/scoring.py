@@ -240,8 +240,9 @@ def scirepeval_table(run, inputs, models: Models) -> pd.DataFrame:
         layers = p.model_layers if key is None else 0  # a saved run keeps only the layers it trained
         print(f"sdr evaluate all --model {model} --layers {layers} --pooling {p.pooling} --max-length {p.max_length} "
               f"--benchmarks scirepeval --data-dir scirepeval={inputs.scirepeval.path} --no-store")
+        # the untrained MiniLM folder declares a Normalize step, the trained folders do not: read both raw
         outcome = evaluate_model(model, ["scirepeval"], {"scirepeval": inputs.scirepeval.path}, max_length=p.max_length,
-                                 pooling=p.pooling, layers=layers, device=p.device)
+                                 pooling=p.pooling, layers=layers, device=p.device, normalize=False)
         result = outcome["benchmarks"]["scirepeval"]["result"]
         if result["missing_embeddings"]["count"] != 0 or result["skipped_tasks"]:
             raise ChapterCheckFailed(f"SciRepEval, {name}: {result['missing_embeddings']['count']} documents without "

@@ -255,16 +255,16 @@ SEED_INTERVAL_COLUMNS = ["training set", "loss", "seeds", "MAP@R mean", "σ", "�
 def seed_intervals(runs, per_query: Mapping[tuple, Mapping[str, float]], reference: Mapping[str, float],
                    samples: int = 2000, seed: int = 0):
     """Per training set and loss: CSAbstruct MAP@R mean ± σ over its seeds and its difference from ``reference``
-    (the untrained [CLS] encoder's per-sentence AP@R, same sentences and length) with a paired bootstrap 95 % interval
-    over test sentences (:func:`sdr.stats.paired_bootstrap`) of the per-sentence AP@R averaged over the seeds, as the
-    Summary's leaderboard computes it.
+    (the untrained [CLS] encoder's per-sentence AP@R, same sentences and length) with a two-stage bootstrap 95 %
+    interval — training seeds, then test sentences (:func:`sdr.stats.seed_query_bootstrap`) —, as the Summary's
+    leaderboard computes it.
 
     ``runs``: the chapter's runs table (columns "training set", "loss", "seed", "map@r"); ``per_query``: (training
     set, loss, seed) → AP@R per sentence (:func:`sdr.book.csabstruct_per_query`).
     """
     import pandas as pd
 
-    from sdr.stats import mean_sd, paired_bootstrap
+    from sdr.stats import mean_sd, seed_query_bootstrap
 
     rows = []
     for (data_name, loss), group in runs.groupby(["training set", "loss"], sort=False):
@@ -273,9 +273,8 @@ def seed_intervals(runs, per_query: Mapping[tuple, Mapping[str, float]], referen
         missing = [s for s in seeds if (data_name, loss, s) not in per_query]
         if missing:
             raise ValueError(f"seed_intervals: no per-sentence scores for {loss} on {data_name}, seeds {missing}")
-        keys = list(reference)
-        averaged = {k: float(np.mean([per_query[data_name, loss, s][k] for s in seeds])) for k in keys}
-        interval = paired_bootstrap(averaged, reference, samples=samples, seed=seed)
+        interval = seed_query_bootstrap([per_query[data_name, loss, s] for s in seeds], [reference],
+                                        [list(reference)], samples=samples, seed=seed)
         rows.append({"training set": data_name, "loss": loss, "seeds": count, "MAP@R mean": mean, "σ": sd,
                      "Δ vs untrained [CLS]": interval["difference"], "95 % low": interval["low"],
                      "95 % high": interval["high"], "excludes 0": interval["excludes_zero"]})

@@ -335,9 +335,10 @@ def seed_spread(rows: Sequence[Mapping], untrained: Mapping | None = None, group
 
     With ``untrained`` (per-query MAP × 100 of the untrained encoder scored on the same page at the same input
     length; ``groups``: CSFCube's two test folds), the mean of the method's per-query scores over its seeds minus
-    the untrained encoder's, and its paired bootstrap 95 % interval over queries (:func:`sdr.stats.paired_bootstrap`),
-    as the Summary computes it against the Benchmarks chapter's row."""
-    from sdr.stats import mean_sd, paired_bootstrap
+    the untrained encoder's, and its two-stage bootstrap 95 % interval — seeds, then queries within folds
+    (:func:`sdr.stats.seed_query_bootstrap`; with one seed conditional on that model) —, as the Summary computes it
+    against the Benchmarks chapter's row."""
+    from sdr.stats import mean_sd, seed_query_bootstrap
 
     by_method: dict[str, list[Mapping]] = {}
     for row in rows:
@@ -350,9 +351,8 @@ def seed_spread(rows: Sequence[Mapping], untrained: Mapping | None = None, group
                 "MAP per seed": ", ".join(f"{row['metrics']['map_all']:.2f}" for row in group),
                 "MAP mean": mean, "MAP σ": sd if count > 1 else math.nan}
         if untrained is not None:
-            keys = list(group[0]["per_query"])
-            averaged = {k: float(np.mean([row["per_query"][k] for row in group])) for k in keys}
-            interval = paired_bootstrap(averaged, untrained, groups or group[0].get("query_groups"), seed=seed)
+            interval = seed_query_bootstrap([row["per_query"] for row in group], [untrained],
+                                            groups or group[0].get("query_groups"), seed=seed)
             line.update({"Δ vs untrained (this page)": interval["difference"], "95 % low": interval["low"],
                          "95 % high": interval["high"]})
         lines.append(line)
