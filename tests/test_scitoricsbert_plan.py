@@ -13,7 +13,8 @@ from sdr import plan
 from sdr.book import paths
 from sdr.methods import scitoricsbert as st
 
-H100, T4 = plan.MEASURED_DEVICE, "Tesla T4"
+GPU, T4 = plan.MEASURED_DEVICE, "Tesla T4"  # the plan's reference GPU (its training throughput)
+MEASURED = plan._hours_label(plan.MEASURED_DEVICE)
 SMALL = dict(profile="smoke", use_real_data="auto", parts="all", losses=["softmax", "triplet"], leaderboard_seeds=2,
              check_loss="triplet", check_seeds=1, seed=0, epochs=2, max_length=32, max_batches_per_epoch=3,
              max_valid=100, max_test=200, max_pubmed_test=300, secondary_test_seeds=1, paper_baselines=False,
@@ -47,7 +48,7 @@ def test_a_small_plan_by_hand():
     ]
     assert all(w.tokens_per_text == 32 and w.texts_per_example == 1 for w in train)  # min(max_length, 40)
     rate = plan.MEASURED_TOKENS_PER_S
-    assert sum(w.gpu_hours(H100) for w in train) == pytest.approx((8 * 192 * 2 + 64 * 3) * 32 / rate / 3600)
+    assert sum(w.gpu_hours(GPU) for w in train) == pytest.approx((8 * 192 * 2 + 64 * 3) * 32 / rate / 3600)
     assert [w.steps for w in train] == [6] * 8 + [3]
 
     # encodings: CF-labelled = 773 + 468 + 521 + 781 sentences (Table 2); tests capped at 200 and 300
@@ -74,9 +75,10 @@ def test_a_small_plan_by_hand():
     assert searched["seeds"] == pytest.approx(2 * knn(100) + knn(200) + 2 * knn(100) + knn(200, 300, *sections))
     assert all(w.hours_on == "GPU" for w in cost.work if w.kind == "knn")
 
-    totals = cost.totals((H100, T4))
-    assert totals.loc["whole chapter", "GPU h H100"] == pytest.approx(cost.total_hours(H100))
-    assert totals.loc["whole chapter", "GPU h T4 (scaled)"] == pytest.approx(cost.total_hours(H100) * 989 / 65)
+    totals = cost.totals((GPU, T4))
+    assert totals.loc["whole chapter", MEASURED] == pytest.approx(cost.total_hours(GPU))
+    reference_peak = plan.PEAK_TFLOPS[plan.peak_for(GPU)[0]]
+    assert totals.loc["whole chapter", "GPU h T4 (scaled)"] == pytest.approx(cost.total_hours(GPU) * reference_peak / 65)
     assert cost.selected == tuple(st.PARTS)  # "all"
 
 
@@ -102,11 +104,11 @@ def test_each_part_follows_the_registry_and_the_chapters_rule():
     cfs3 = [w for w in paper.work if w.kind == "train" and w.what.endswith("on CFS3")]
     assert {(w.examples, w.epochs, w.steps) for w in cfs3} == {(1250 * 64, 5, 1250 * 5)}
     # the T4 line of every part is the plan's own T4 hours in words
-    t4 = paper.totals((H100, T4))["GPU h T4 (scaled)"]
+    t4 = paper.totals((GPU, T4))["GPU h T4 (scaled)"]
     assert all(part.t4 == st.t4_words(t4[name]) for name, part in paper.parts.items())
     assert "Colab sessions" in paper.parts["labels"].t4 and "fits one Colab session" in paper.parts["main"].t4
-    selected = paper.totals((H100, T4)).loc["selected parts"]
-    assert selected["GPU h H100"] == pytest.approx(paper.total_hours(H100, selected_only=True))
+    selected = paper.totals((GPU, T4)).loc["selected parts"]
+    assert selected[MEASURED] == pytest.approx(paper.total_hours(GPU, selected_only=True))
 
 
 def test_parts_parameter_names_parts_by_commas_and_refuses_others():
@@ -117,8 +119,8 @@ def test_parts_parameter_names_parts_by_commas_and_refuses_others():
         plan.resolve_parts("main,sweeps", st.PARTS)
     headline = plan.chapter_cost_plan("scitoricsbert", "paper", {"parts": "released"})
     assert headline.selected == ("released",)
-    assert headline.totals().loc["selected parts", "GPU h H100"] == pytest.approx(
-        headline.total_hours(H100, selected_only=True))
+    assert headline.totals().loc["selected parts", MEASURED] == pytest.approx(
+        headline.total_hours(GPU, selected_only=True))
 
 
 def test_t4_words():

@@ -6,7 +6,8 @@ the one rule :func:`sdr.methods.scitoricsbert.train_runs` and :func:`cost_plan` 
 everything the chapter does at a parameter set — every training run (each loss, training set and seed, each
 label-subset run of §4.3), every encoding (validation after each epoch, the test sets each model is scored on, the
 baselines and released models), the exact k-NN searches of P@1 and MAP@R, and the downloads — with the GPU hours of
-:mod:`sdr.plan` (training and encoding measured on an H100, other GPUs scaled by their peak and labelled so).
+:mod:`sdr.plan` (training and encoding measured on its reference GPUs, other GPUs scaled by their peak and
+labelled so).
 
 Sizes are the paper's data (:class:`PaperSizes`, from ``data/paper_tables``: Table 2 and the CFS3 release's label
 table; CSAbstruct's train and dev splits counted from the registry's pinned files) with the profile's caps applied;
@@ -47,7 +48,8 @@ PLAN_TOKENS_PER_SENTENCE = 40
 #: The embedding size of the paper's encoders (BERT-base and RoBERTa-base), for the k-NN searches.
 EMBEDDING_DIMENSION = 768
 #: The rate the plan assumes for the exact k-NN of P@1 and MAP@R (a float32 matrix product of every sentence with
-#: every other): 50 TFLOP/s on the H100, a tenth of its TF32 tensor peak; an assumption, not measured (the searches
+#: every other): 50 TFLOP/s on the plan's reference GPU (an H100/H200 class GPU: a tenth of its TF32 tensor peak);
+#: an assumption, not measured (the searches
 #: take seconds either way).
 KNN_TFLOPS = 50.0
 #: Download size of a released checkpoint, an estimate (no paper gives it): float32 weights of BERT-base
@@ -145,7 +147,7 @@ def _capped(limit: int, size: int) -> int:
 
 
 def _knn_hours(*set_sizes: int) -> float:
-    """H100 hours of an exact k-NN of every sentence of each set against all others (2·n²·d FLOPs each)."""
+    """Reference-GPU hours of an exact k-NN of every sentence of each set against all others (2·n²·d FLOPs each)."""
     return sum(2.0 * n * n * EMBEDDING_DIMENSION for n in set_sizes) / (KNN_TFLOPS * 1e12) / 3600
 
 
@@ -166,8 +168,8 @@ def cost_plan(p) -> CostPlan:
     pubmed = _capped(p.max_pubmed_test, sizes.pubmed_test)
     cf = sizes.cf_sentences
     work: list[Work] = []
-    how_encode = f"{tokens} tokens a sentence (assumed); throughput measured on the H100 (sdr.plan)"
-    how_knn = (f"exact k-NN, 2·n²·{EMBEDDING_DIMENSION} FLOPs a set at {KNN_TFLOPS:g} TFLOP/s on the H100 (assumed, "
+    how_encode = f"{tokens} tokens a sentence (assumed); inference throughput as measured in sdr.plan"
+    how_knn = (f"exact k-NN, 2·n²·{EMBEDDING_DIMENSION} FLOPs a set at {KNN_TFLOPS:g} TFLOP/s (assumed, "
                "not measured)")
 
     # ---------------------------------------------------------------------------------------------- released
@@ -239,7 +241,7 @@ def cost_plan(p) -> CostPlan:
         work.append(Work(part, f"train {label}", "train", runs=runs, examples=entry["batches"] * per_step,
                          epochs=int(p.epochs), effective_batch=per_step, texts_per_example=1, tokens_per_text=tokens,
                          how=f"PK batches of {per_step}, {entry['batches']:,} an epoch; {tokens} tokens a sentence "
-                             "(assumed); throughput measured on the H100"))
+                             "(assumed); training throughput as measured in sdr.plan"))
         tests = (test, *((pubmed, *sizes.cf_sections.values()) if secondary else ()))
         scored(part, runs, entry["valid"] * int(p.epochs) + sum(tests),
                int(p.epochs) * _knn_hours(entry["valid"]) + _knn_hours(*tests))
