@@ -291,24 +291,6 @@ def test_label_schedule_keeps_the_rule_and_caps_steps_equally():
     assert st.label_schedule(40, 60, 20, 2, "ntxent", max_steps=100) == st.LabelSchedule(3, 1)
 
 
-def test_paper_plan_lists_every_run_with_its_steps():
-    # 20 labels × 70 sentences = 1,400 training sentences: 21 PK batches of 64 an epoch
-    train = [LabelledSentence(f"s{i}", f"sentence {i}", f"{i % 20:02d}") for i in range(1400)]
-    runs = st.plan_runs({"CFS3": train, "CSAbstruct train": train[:700]}, ["softmax", "triplet"], seeds=5, epochs=5,
-                        max_length=128, label_train=train, label_counts=[10, 40], label_losses=["softmax"],
-                        label_seeds=5, seed=0)
-    assert [r["name"] for r in runs] == [
-        "softmax on CFS3 (x 5 seeds)", "triplet on CFS3 (x 5 seeds)", "softmax on CSAbstruct train (x 5 seeds)",
-        "triplet on CSAbstruct train (x 5 seeds)", "softmax on 10 labels (x 5 seeds)"]  # 40 > the 20 labels: not run
-    assert [r["examples"] for r in runs] == [21 * 64, 21 * 64, 10 * 64, 10 * 64, 10 * 64]
-    assert runs[-1]["epochs"] == st.label_subset_epochs(10, 20, 5) == 10
-    assert all(r["effective_batch"] == 64 and r["texts_per_example"] == 1 for r in runs)
-    assert {r["tokens_per_text"] for r in runs} == {st.PLAN_TOKENS_PER_SENTENCE}
-    capped = st.plan_runs({"CFS3": train}, ["ntxent"], seeds=1, epochs=2, max_length=32, max_batches_per_epoch=3)
-    assert capped == [dict(name="ntxent on CFS3 (x 1 seed)", examples=3 * 64, epochs=2, effective_batch=64,
-                           texts_per_example=1, tokens_per_text=32)]
-
-
 def test_seed_intervals_average_seeds_and_pair_sentences():
     reference = {str(i): 0.2 for i in range(40)}
     better = {str(i): 0.3 for i in range(40)}  # every sentence gains 0.1
@@ -499,14 +481,19 @@ def _check_inputs(check_set: str, trained_scores: list[float], untrained: float)
     runs = table if column == "map@r" else means
     trained = st.TrainedRuns(runs=runs.assign(**{"p@1": 0.5, "pubmedrct p@1": 0.5, "pubmedrct map@r": 0.5})
                              if column == "map@r" else means, cf_runs=table, validation=pd.DataFrame(),
-                             batches=pd.DataFrame(), per_query={})
+                             batches=pd.DataFrame(),
+                             per_query={(check_set, "triplet", seed): {"s1": 0.5, "s2": 0.25 + seed}
+                                        for seed in range(len(trained_scores))})
     if column == "map@r":  # the best-loss line reads both training sets
         trained.runs["map@r"] = trained.runs["map@r"].fillna(0.2)
     cls = "m [CLS] (untrained)"
     baselines = st.Baselines(scores={cls: {"csabstruct_map@r": untrained}}, cf={cls: {"avg_map@r": untrained}},
-                             per_query={}, external={}, untrained_mean="m avg. (untrained)", untrained_cls=cls)
-    sets = SimpleNamespace(check_set=check_set, test_items=[None] * 7)
-    run = SimpleNamespace(p=SimpleNamespace(check_loss="triplet", losses=["softmax", "triplet"]))
+                             per_query={cls: {"s1": 0.5, "s2": 0.2}}, external={}, untrained_mean="m avg. (untrained)",
+                             untrained_cls=cls)
+    sets = SimpleNamespace(check_set=check_set, test_items=[None] * 7, sets={"CFS3": None, "CSAbstruct train": None})
+    branches = []
+    run = SimpleNamespace(p=SimpleNamespace(check_loss="triplet", losses=["softmax", "triplet"]), branches=branches,
+                          branch=branches.append)
     return run, sets, baselines, trained
 
 
@@ -535,6 +522,27 @@ def test_gold_check_scores_the_test_the_data_policy_gives_it(check_set):
     run.p.losses = ["softmax"]
     with pytest.raises(book.ChapterCheckFailed, match="check_loss 'triplet' is not among"):
         st.gold_check(run, None, sets, baselines, trained)
+
+
+def test_a_trained_model_scored_like_the_untrained_encoder_fails_the_chapter():
+    """Issue 30: a trained model that scores exactly as untrained [CLS] on every test sentence was not trained, or
+    another encoder was scored; the check names it. Where every model differs the run records the branch."""
+    run, sets, baselines, trained = _check_inputs("CSAbstruct train", [0.30, 0.40], untrained=0.25)
+    st.gold_check(run, None, sets, baselines, trained)
+    assert "trained rows differ from the untrained encoder" in run.branches
+    trained.per_query[("CSAbstruct train", "triplet", 1)] = dict(baselines.per_query[baselines.untrained_cls])
+    with pytest.raises(book.ChapterCheckFailed, match=r"1 trained models score exactly as the untrained \[CLS\] "
+                                                      r"encoder.*\('CSAbstruct train', 'triplet', 1\)"):
+        st.gold_check(run, None, sets, baselines, trained)
+
+
+def test_without_the_checks_model_the_check_is_not_applied_and_says_why():
+    run, sets, baselines, trained = _check_inputs("CSAbstruct train", [0.30], untrained=0.25)
+    trained.runs = trained.runs[trained.runs["training set"] != "CSAbstruct train"]
+    trained.per_query.clear()
+    gold = st.gold_check(run, None, sets, baselines, trained)
+    assert not gold.applies and gold.seeds == 0 and "part 'main'" in gold.why_not
+    assert "trained rows differ from the untrained encoder" not in run.branches
 
 
 def test_leakage_audit_applies_the_checks_the_cfs3_origin_calls_for():

@@ -188,9 +188,10 @@ MEASURED_ENCODE_PAPERS_PER_S = 5961.6  # Encoder.encode_texts, packed, batch 512
 MEASURED_ENCODE_TOKENS_PER_S = MEASURED_ENCODE_PAPERS_PER_S * 198  # that run's texts: 198 tokens on average
 """Inference tokens per second of BERT-base on the measured H100 (one run of the benchmark, ≈ 1.18 M)."""
 
-KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "text", "prepare")
+KINDS = ("train", "encode", "graph", "knn", "svm", "fetch", "text", "prepare", "cpu")
 """``text``: CPU text work (a sentence splitter); ``prepare``: CPU work on the data before training (e.g. splitting
-full text into sentences), its ``hours`` per run."""
+full text into sentences), its ``hours`` per run; ``cpu``: other work on a CPU with its rate in ``how`` (CFS3's
+tokenising and n-gram matching)."""
 
 
 from dataclasses import dataclass, field  # noqa: E402
@@ -277,7 +278,7 @@ class Work:
             if self.bytes_per_s and self.download_bytes:
                 seconds += self.download_bytes / self.bytes_per_s
             return self.runs * (seconds / 3600 + self.hours)
-        if self.kind in ("graph", "knn", "svm", "text", "prepare") and self.hours_on == "CPU":
+        if self.kind in ("graph", "knn", "svm", "text", "prepare", "cpu") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
 

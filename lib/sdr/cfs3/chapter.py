@@ -28,12 +28,13 @@ from sdr.cfs3.matching import LabelledSentence, MatchStats, SentenceMatcher, tok
 from sdr.cfs3.ngrams import Lemmatizer, NgramDictionary, build_ngram_dictionary
 from sdr.cfs3.phrases import PhraseSet, group_of, load_phrases
 from sdr.cfs3.sentences import Sentence
+from sdr.methods.cfs3 import what_differs
 
 __all__ = ["ChapterInputs", "chapter_inputs", "ChapterPhrases", "chapter_phrases", "augment_with_ppdb",
            "chapter_dictionary", "dictionary_report", "dictionary_examples", "show_ambiguous", "ChapterPool",
            "chapter_pool", "MIRROR_COUNTS", "Matching", "match_pool", "counts_next_to_paper", "LabelDistribution",
            "label_distribution", "label_bars", "sample_records", "PAPER_EXAMPLES", "paper_examples", "GoldCheck",
-           "gold_check", "gold_heatmap", "planted_check", "released_comparison", "store"]
+           "gold_check", "gold_heatmap", "planted_check", "released_comparison", "what_differs", "store"]
 
 
 # ------------------------------------------------------------------------------------------------- inputs
@@ -242,6 +243,8 @@ def chapter_pool(run, inputs: ChapterInputs) -> ChapterPool:
     if "synthetic" in parts:
         run.add_source(f"synthetic corpus sentences ({p.n_papers} papers, seed {p.seed}) in place of the sentence "
                        f"sources not found [replica]")
+    else:
+        run.branch("pool from the sentence sources")
     pool = [s for part in parts.values() for s in part]
     before_filter = len(pool)
     csabstruct = inputs.pools["csabstruct"]
@@ -301,8 +304,8 @@ def _parser(name: str):
 def match_pool(run, inputs: ChapterInputs, phrases: ChapterPhrases, dictionary: NgramDictionary,
                pool: ChapterPool) -> Matching:
     """Step 4: tokenise the pool once (with ``parser``'s dependency roots when it names an installed pipeline),
-    then label it with the dictionary of every n in ``n_sweep`` and ``n`` (the paper's footnote 4); the records
-    at ``n`` are the dataset. Checked: every sentence has one outcome; every label was given by an n-gram that
+    then label it with the dictionary of every n in ``n_sweep`` (the paper's footnote 4; part ``sweeps``) and ``n``;
+    the records at ``n`` are the dataset. Checked: every sentence has one outcome; every label was given by an n-gram that
     occurs, as a lemma sequence, in its sentence; and, with the book's defaults on the data mirror's bytes, the
     counts are :data:`MIRROR_COUNTS`. Shown in: notebooks/cfs3.ipynb, Step 4: matching."""
     p = run.p
@@ -313,7 +316,8 @@ def match_pool(run, inputs: ChapterInputs, phrases: ChapterPhrases, dictionary: 
     tokenizing = (f"tokenised {len(pool.sentences):,} sentences in {seconds:.1f} s ({len(pool.sentences) / seconds:,.0f} "
                   f"sentences/s{', with the parser' if parser else ''})")
     rows, records, stats = [], None, None
-    for length in sorted(set(p.n_sweep) | {p.n}):
+    lengths = sorted(set(p.n_sweep) | {p.n}) if run.runs_part("sweeps") else [p.n]
+    for length in lengths:
         swept = dictionary if length == p.n else build_ngram_dictionary(
             phrases.phrases, n=length, lemmatizer=inputs.lemmatizer, progress=False)
         matcher = SentenceMatcher(swept, multi_label=p.multi_label, lemmatizer=inputs.lemmatizer)
@@ -616,12 +620,15 @@ def planted_check(run, inputs: ChapterInputs, pool: ChapterPool, matching: Match
 def released_comparison(run, inputs: ChapterInputs, dictionary: NgramDictionary, matching: Matching) -> dict:
     """Our n-gram dictionary and labelled sentences next to the released CFS3's (``5gram_dict.json``,
     ``CFS3.jsonl``), where the data policy finds the release (always at ``paper``) or ``released_dir`` names a
-    clone; else a line saying it was not found. Shown in: notebooks/cfs3.ipynb, The released CFS3."""
+    clone; else a line saying it was not found. Part ``released`` (nothing when the run's ``parts`` leave it out).
+    Shown in: notebooks/cfs3.ipynb, The released CFS3."""
     from IPython.display import display
 
     from sdr.cfs3.released import compare_labelled, compare_ngram_dictionaries, read_released_cfs3
 
     p = run.p
+    if not run.runs_part("released"):
+        return {}
     path = Path(p.released_dir) if p.released_dir else (inputs.released.path if inputs.released is not None else None)
     if path is None:
         print("The released CFS3 was not found (`sdr data fetch cfs3`; fetched at paper): no comparison with its "
@@ -636,6 +643,8 @@ def released_comparison(run, inputs: ChapterInputs, dictionary: NgramDictionary,
     if p.released_dir:
         run.add_source(f"released CFS3 ({p.released_dir})")
     run.show(pd.DataFrame(comparison).T, decimals=None)
+    if comparison:
+        run.branch("released CFS3 compared")
     return comparison
 
 

@@ -23,21 +23,34 @@ import torch
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
 from sdr.evaluate import sentences
-from sdr.methods.scitoricsbert.recipe import (BASELINES, CF_SECTIONS, PAPER_MODEL_NAMES, RELEASED, CFS3TrainingSet,
-                                              cf_section_items, cfs3_training_set, items_with_labels, label_schedule,
-                                              label_space, labelled_examples, map_at_r_validator, pk_batch_sampler,
-                                              plan_runs, sample_label_subsets, score_sections, score_sentences,
+from sdr.methods.scitoricsbert.recipe import (BASELINES, CF_SECTIONS, PAPER_MODEL_NAMES, RELEASED, RELEASED_CHECKS,
+                                              CFS3TrainingSet, cf_section_items, cfs3_training_set, items_with_labels,
+                                              label_schedule, label_space, labelled_examples, map_at_r_validator,
+                                              pk_batch_sampler, sample_label_subsets, score_sections, score_sentences,
                                               table3_row, train_function_model)
+from sdr.methods.scitoricsbert.parts import training_part
 
-__all__ = ["TRAINING_PARAMETERS", "Check", "CHECKS", "ChapterInputs", "chapter_inputs", "TrainingSets", "training_sets",
-           "leakage_audit", "runs_folder", "TrainedRuns", "train_runs", "Baselines", "score_baselines", "GoldCheck",
-           "gold_check", "LabelEvaluation", "label_evaluation", "LabelExperiment", "label_experiment", "leaderboard",
-           "store"]
+__all__ = ["DRY_RUN_BRANCHES", "TRAINING_PARAMETERS", "Check", "CHECKS", "ChapterInputs", "chapter_inputs", "released_models",
+           "TrainingSets", "training_sets", "leakage_audit", "runs_folder", "RUN_COLUMNS", "CF_RUN_COLUMNS",
+           "TrainedRuns", "train_runs", "Baselines", "score_baselines", "tokenizer_family", "GoldCheck", "gold_check", "LabelEvaluation", "label_evaluation",
+           "LabelExperiment", "label_experiment", "leaderboard", "store"]
+
+#: The branches of the ``paper`` path the paper dry run must take (``run.branch``; :func:`sdr.dryrun.branches_taken`):
+#: the released checks asserted before training, training on the released CFS3 split, the CF-labelled set read in
+#: its release layout, Table 4's baselines loaded in both tokenizer families (their stand-ins: WordPiece BERT and
+#: byte-level BPE RoBERTa), the seed loop's body (a model trained with several seeds), trained models that score
+#: differently from the untrained encoder, the check computed on CSAbstruct train (the paper path's check set), the
+#: §4.3 label subsets trained, and the leaderboard rows stored (the whole CSAbstruct test scored).
+DRY_RUN_BRANCHES = ("released checks asserted", "trained on the released CFS3 split",
+                    "CF-labelled set read in its release layout", "baseline of the WordPiece bert family scored",
+                    "baseline of the byte-level BPE roberta family scored", "several seeds a model",
+                    "trained rows differ from the untrained encoder", "check computed on CSAbstruct train",
+                    "label subsets trained", "leaderboard rows stored")
 
 #: The parameters that change training (with the CFS3 origin and CSAbstruct's kind they key the run folder).
 TRAINING_PARAMETERS = ("model_name", "model_layers", "seed", "cfs3_release", "n_papers", "max_length", "epochs",
                        "learning_rate", "max_batches_per_epoch", "max_valid", "cf_replica_papers", "label_max_steps")
-#: Table 4's columns (CSAbstruct and PubMed-RCT test, P@1 and MAP@R).
+
 
 @dataclass(frozen=True)
 class Check:
@@ -115,8 +128,25 @@ def chapter_inputs(run) -> ChapterInputs:
     cfs3_set = cfs3_training_set(data, release=p.cfs3_release, csabstruct=csabstruct_training, seed=p.seed,
                                  replica=lambda folder: write_cfs3(synthetic(), folder / "CFS3.jsonl"),
                                  evaluation_texts=cf_texts)
+    if cfs3_set.origin == "release":
+        run.branch("trained on the released CFS3 split")
+    if cf_input.real:
+        run.branch("CF-labelled set read in its release layout")
     return ChapterInputs(csabstruct_training, csabstruct_test, pubmed_test, cf_input, cf_sections, cf_texts, cfs3_set,
                          book.base_model_label(p.model_name, p.model_layers), started)
+
+
+# ------------------------------------------------------------------------------------------------- released models
+def released_models(run, inputs: ChapterInputs) -> pd.DataFrame:
+    """The ``released`` part, the chapter's first output at ``paper`` (issue 32): Table 4's released checkpoints
+    (:data:`RELEASED_CHECKS`) embedded through ``sdr evaluate all``'s cached path on CSAbstruct and PubMed-RCT test,
+    beside Table 4's rows, the asserted rows held to ±0.3 points before anything trains
+    (:func:`sdr.released.released_part`; in the paper dry run against the stand-ins' expected values). Below
+    ``paper``: an empty table and one line. Shown in: notebooks/scitoricsbert.ipynb, Released models first."""
+    from sdr.released import released_part
+
+    return released_part(run, RELEASED_CHECKS, {"csabstruct": inputs.csabstruct_test.path,
+                                                "pubmed_rct": inputs.pubmed_test.path})
 
 
 # ------------------------------------------------------------------------------------------------- training data
@@ -269,19 +299,24 @@ class TrainedRuns:
                 "of a model")
 
 
+RUN_COLUMNS = ["training set", "loss", "seed", "steps", "best epoch", "p@1", "map@r", "pubmedrct p@1",
+               "pubmedrct map@r", "seconds"]
+CF_RUN_COLUMNS = ["training set", "loss", "seed", *(f"{s}_{m}" for s in (*CF_SECTIONS, "avg") for m in ("p@1", "map@r"))]
+
+
 def train_runs(run, inputs: ChapterInputs, sets: TrainingSets) -> TrainedRuns:
     """Train every loss of ``losses`` on both training sets, ``leaderboard_seeds`` seeds a model (the check's loss
     ``check_seeds`` on the check's training set if more), each from the same untrained encoder with PK batches of its
     loss' shape, keeping the epoch with the best validation MAP@R; score each on CSAbstruct test (with its AP@R per
     sentence), and the first ``secondary_test_seeds`` seeds (every seed of the check on CFS3) on PubMed-RCT and the
-    CF-labelled sections. At ``paper`` the plan (runs, steps, GPU hours) is printed first. Checked: every run
-    validated each epoch and kept its best. Shown in: notebooks/scitoricsbert.ipynb, Training."""
+    CF-labelled sections. Each run belongs to a part (:func:`training_part`: ``main``, ``seeds``, ``gold_labels``)
+    and runs when the run's ``parts`` include it; the others are not trained (one line says so). Softmax's and
+    ArcFace's class weights are drawn from the random state the run before left, so running a subset of the parts
+    can change those of a later run (never its data, batches or seed). Checked: every run validated each epoch and
+    kept its best. Shown in: notebooks/scitoricsbert.ipynb, Training."""
     p = run.p
-    run.data.plan(plan_runs({name: train for name, (train, _) in sets.sets.items()}, p.losses, p.leaderboard_seeds,
-                            p.epochs, p.max_length, p.max_batches_per_epoch, label_train=sets.sets["CFS3"][0],
-                            label_counts=p.label_counts, label_losses=p.label_losses, label_seeds=p.label_seeds,
-                            seed=p.seed, label_max_steps=p.label_max_steps))
     folder = runs_folder(run, inputs)
+    running = {part: run.runs_part(part) for part in ("main", "seeds", "gold_labels")}
     # The class weights of softmax and ArcFace are drawn when the objective is built, before train() seeds torch:
     # every later run draws them from the state the run before it left (a function of that run's seed), but the
     # first drew them from the process' initial state, which torch seeds at random, so its scores changed from one
@@ -293,11 +328,15 @@ def train_runs(run, inputs: ChapterInputs, sets: TrainingSets) -> TrainedRuns:
         examples = labelled_examples(train_items, labels)
         validate = map_at_r_validator(valid_items, batch_size=p.encode_batch_size)
         for loss in p.losses:
-            sampler = pk_batch_sampler([e.label for e in examples], loss, max_batches=p.max_batches_per_epoch)
-            shapes[data_name, loss] = (sampler.p, sampler.k, len(sampler))
             is_check = (data_name, loss) == (sets.check_set, p.check_loss)
             seeds = max(p.leaderboard_seeds, p.check_seeds) if is_check else p.leaderboard_seeds
-            for run_seed in range(p.seed, p.seed + seeds):
+            run_seeds = [s for s in range(p.seed, p.seed + seeds)
+                         if running[training_part(data_name, loss, s, p, sets.check_set)]]
+            if not run_seeds:
+                continue
+            sampler = pk_batch_sampler([e.label for e in examples], loss, max_batches=p.max_batches_per_epoch)
+            shapes[data_name, loss] = (sampler.p, sampler.k, len(sampler))
+            for run_seed in run_seeds:
                 clock = time.perf_counter()
                 encoder = _fresh_encoder(run)
                 if not runs:
@@ -324,9 +363,14 @@ def train_runs(run, inputs: ChapterInputs, sets: TrainingSets) -> TrainedRuns:
                 if len(result.validation) != p.epochs or result.validation[result.best_epoch] != max(result.validation):
                     raise ChapterCheckFailed(f"{run_name}: validated {len(result.validation)} of {p.epochs} epochs, "
                                              f"kept epoch {result.best_epoch} of {result.validation}")
+    if any(count > 1 for count in pd.Series([(r["training set"], r["loss"]) for r in runs]).value_counts()):
+        run.branch("several seeds a model")
     batches = pd.DataFrame([{"training set": d, "loss": l, "P": pk, "K": k, "batches per epoch": n}
-                            for (d, l), (pk, k, n) in shapes.items()])
-    return TrainedRuns(pd.DataFrame(runs), pd.DataFrame(cf_rows), pd.DataFrame(validation_rows), batches, per_query)
+                            for (d, l), (pk, k, n) in shapes.items()],
+                           columns=["training set", "loss", "P", "K", "batches per epoch"])
+    return TrainedRuns(pd.DataFrame(runs, columns=RUN_COLUMNS), pd.DataFrame(cf_rows, columns=CF_RUN_COLUMNS),
+                       pd.DataFrame(validation_rows, columns=["training set", "loss", "seed", "epoch",
+                                                              "validation MAP@R"]), batches, per_query)
 
 
 # ------------------------------------------------------------------------------------------------- baselines
@@ -344,20 +388,22 @@ class Baselines:
 
 
 def score_baselines(run, inputs: ChapterInputs, sets: TrainingSets) -> Baselines:
-    """Score the untrained starting point (SciBERT at ``paper``) with both poolings and, with ``paper_baselines``,
-    Tables 3-4's other baselines and the released SciToricsBERT, each loaded by name (the paper dry run loads the
-    offline MiniLM in their place), on CSAbstruct test, PubMed-RCT test and the CF-labelled sections. Checked:
-    every test sentence is a query or a singleton left out. Shown in: notebooks/scitoricsbert.ipynb, CSAbstruct
-    test: ours next to Table 4."""
+    """Score the untrained starting point (SciBERT at ``paper``) with both poolings and, with ``paper_baselines``
+    and the ``released`` part, Tables 3-4's other baselines and the released SciToricsBERT, each loaded by name (the
+    paper dry run loads their tiny random stand-ins, in their own tokenizer families), on CSAbstruct test,
+    PubMed-RCT test and the CF-labelled sections. Checked: every test sentence is a query or a singleton left out.
+    Shown in: notebooks/scitoricsbert.ipynb, CSAbstruct test: ours next to Table 4."""
     p = run.p
     untrained_mean, untrained_cls = f"{inputs.model_label} avg. (untrained)", f"{inputs.model_label} [CLS] (untrained)"
     untrained = {untrained_mean: (p.model_name, "mean", p.model_layers),
                  untrained_cls: (p.model_name, "cls", p.model_layers)}
     external = ({b.name: (b.model, b.pooling, p.baseline_layers) for b in (*BASELINES, RELEASED)}
-                if p.paper_baselines else {})
+                if p.paper_baselines and run.runs_part("released") else {})
     scores, cf, per_query = {}, {}, {}
     for name, (model, pooling, layers) in {**untrained, **external}.items():
         encoder = run.encoder(name=model, pooling=pooling, max_length=p.max_length, num_layers=layers)
+        if name in external:
+            run.branch(f"baseline of the {tokenizer_family(encoder)} family scored")
         csabstruct = score_sentences(encoder, sets.test_items, batch_size=p.encode_batch_size)
         per_query[name] = book.csabstruct_per_query(csabstruct)
         pubmed = score_sentences(encoder, sets.pubmed_items, batch_size=p.encode_batch_size)
@@ -398,13 +444,23 @@ def gold_check(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Baseli
     """The check of :data:`CHECKS` for this run's training set: ``check_loss`` trained on it (``check_seeds``
     seeds) against untrained [CLS] on the test that carries its signal. The gain must exceed the measured margin
     and, where the run has several seeds, twice their own standard deviation (``required``). In the paper dry run
-    (one step of a 1-layer stand-in) it is computed but not applied. Shown in: notebooks/scitoricsbert.ipynb, What
-    the page asserts."""
+    (a few steps of a tiny random stand-in) it is computed but not applied; where the check's model was not trained
+    (its part not run) it is not applied either, and says so. Checked here: every trained model scores differently
+    from the untrained [CLS] encoder on at least one CSAbstruct test sentence (else it was not trained, or another
+    encoder was scored). Shown in: notebooks/scitoricsbert.ipynb, What the page asserts."""
     from sdr import datasets
 
     p = run.p
     if p.check_loss not in p.losses:
         raise ChapterCheckFailed(f"check_loss {p.check_loss!r} is not among this profile's losses {p.losses}")
+    untrained_per_sentence = baselines.per_query[baselines.untrained_cls]
+    unchanged = [key for key, per_sentence in trained.per_query.items() if per_sentence == untrained_per_sentence]
+    if unchanged:
+        raise ChapterCheckFailed(f"{len(unchanged)} trained models score exactly as the untrained [CLS] encoder on every "
+                                 f"CSAbstruct test sentence (e.g. {unchanged[0]}): not trained, or another encoder "
+                                 "scored")
+    if trained.per_query:
+        run.branch("trained rows differ from the untrained encoder")
     check = CHECKS[sets.check_set]
     if check.scored_on == "CSAbstruct test":  # the gold-label model on real CSAbstruct test
         name = f"MAP@R on CSAbstruct test ({len(sets.test_items):,} sentences)"
@@ -415,7 +471,7 @@ def gold_check(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Baseli
         untrained = baselines.cf[baselines.untrained_cls]["avg_map@r"]
         table, column = trained.cf_runs, "avg_map@r"
     scores = table[(table["training set"] == sets.check_set) & (table["loss"] == p.check_loss)][column]
-    gain = scores.mean() - untrained
+    gain = scores.mean() - untrained if len(scores) else float("nan")
     spread = scores.std(ddof=1) if len(scores) > 1 else float("nan")
     summary = pd.DataFrame({name: {
         "untrained [CLS]": untrained,
@@ -423,14 +479,20 @@ def gold_check(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Baseli
         "gain over untrained": gain, "seed σ of this run": spread, "margin (2 σ, measured)": check.margin}})
     required = max(check.margin, 2 * spread) if spread > 0 else check.margin
     best = trained.means["map@r"]
-    line = (f"CSAbstruct test MAP@R, best loss: trained on CFS3 {best.loc['CFS3'].max():.3f} "
-            f"({best.loc['CFS3'].idxmax()}), on CSAbstruct train {best.loc['CSAbstruct train'].max():.3f} "
-            f"({best.loc['CSAbstruct train'].idxmax()})")
-    dry = datasets.dry_run()
+    line = "CSAbstruct test MAP@R, best loss: " + (", ".join(
+        f"trained on {data_name} {best.loc[data_name].max():.3f} ({best.loc[data_name].idxmax()})"
+        for data_name in sets.sets if data_name in best.index.get_level_values(0)) or "no model trained")
+    if datasets.dry_run():
+        applies, why_not = False, "paper dry run: a few steps of a tiny random stand-in, no gain expected"
+    elif not len(scores):
+        applies, why_not = False, "the check's model was not trained at these parts (it belongs to part 'main')"
+    else:
+        applies, why_not = True, ""
+    if sets.check_set == "CSAbstruct train" and len(scores):
+        run.branch("check computed on CSAbstruct train")
     return GoldCheck(summary, f"{p.check_loss} on {sets.check_set}", gain, required,
                      f"over untrained [CLS] in {name}" + (", and twice this run's seed σ" if spread > 0 else ""),
-                     applies=not dry, why_not="paper dry run: one step of a 1-layer stand-in, no gain expected",
-                     best=line, seeds=len(scores))
+                     applies=applies, why_not=why_not, best=line, seeds=len(scores))
 
 
 # ------------------------------------------------------------------------------------------------- §4.3
@@ -488,15 +550,16 @@ def label_experiment(run, inputs: ChapterInputs, sets: TrainingSets, baselines: 
     """§4.3: train on ``label_counts`` labels of CFS3 drawn at random (each of ``label_seeds`` seeds its own nested
     draw, :func:`sample_label_subsets`) with each loss of ``label_losses``, for :func:`label_schedule`'s epochs
     (capped at ``label_max_steps``), and score on :func:`label_evaluation`'s set. Counts that need more labels than
-    this CFS3 has are not run (the page says so). Checked: each run trains on exactly its labels, for its
-    schedule's steps and epochs; the scores lie in [0, 1]. Shown in: notebooks/scitoricsbert.ipynb, Training on 10,
-    20 or 40 labels."""
+    this CFS3 has are not run (the page says so); none run unless the run's ``parts`` include ``labels`` (the curve
+    then holds the runs on all labels alone). Checked: each run trains on exactly its labels, for its schedule's steps
+    and epochs; the scores lie in [0, 1]. Shown in: notebooks/scitoricsbert.ipynb, Training on 10, 20 or 40 labels."""
     p = run.p
     cfs3_train_items, cfs3_valid_items = sets.sets["CFS3"]
     all_labels = label_space(cfs3_train_items)
     evaluation = label_evaluation(run, inputs, sets, baselines, trained)
-    run_counts = [n for n in p.label_counts if n < len(all_labels)]
-    if run_counts != list(p.label_counts):
+    runs_labels = run.runs_part("labels")
+    run_counts = [n for n in p.label_counts if n < len(all_labels)] if runs_labels else []
+    if runs_labels and run_counts != list(p.label_counts):
         print(f"label counts {sorted(set(p.label_counts) - set(run_counts))} need more than the {len(all_labels)} "
               f"labels of this CFS3 ({inputs.cfs3_set.origin}): not run")
     folder = runs_folder(run, inputs)
@@ -529,6 +592,8 @@ def label_experiment(run, inputs: ChapterInputs, sets: TrainingSets, baselines: 
                              "seconds": time.perf_counter() - clock})
     runs = pd.DataFrame(rows, columns=["training labels", "loss", "seed", "train sentences", "epochs", "steps",
                                        "best epoch", "p@1", "map@r", "seconds"])
+    if len(runs):
+        run.branch("label subsets trained")
     full = evaluation.all_labels[(evaluation.all_labels["training set"] == "CFS3")
                                  & evaluation.all_labels["loss"].isin(p.label_losses)]
     columns = ["training labels", "loss", "seed", "p@1", "map@r"]
@@ -584,6 +649,7 @@ def leaderboard(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Basel
     if len(rows) != len(baselines.external) + len(trained.runs):
         raise ChapterCheckFailed(f"{len(rows)} leaderboard rows, expected {len(baselines.external)} external and "
                                  f"{len(trained.runs)} trained")
+    run.branch("leaderboard rows stored")
     print(f"leaderboard: {len(trained.runs)} trained rows ({trained.runs.groupby(['training set', 'loss']).ngroups} "
           f"models × {p.leaderboard_seeds} seed{'s' if p.leaderboard_seeds > 1 else ''}) and "
           f"{len(baselines.external)} external rows stored, read at {p.max_length} tokens, compared with {reference!r}")
@@ -592,12 +658,14 @@ def leaderboard(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Basel
 
 def store(run, inputs: ChapterInputs, trained: TrainedRuns, table4: pd.DataFrame, table3: pd.DataFrame,
           intervals: "SeedIntervals", experiment: LabelExperiment, leakage: pd.DataFrame, settings: pd.DataFrame,
-          rows: list[dict], gold: GoldCheck) -> Path:
+          rows: list[dict], gold: GoldCheck, released: pd.DataFrame | None = None) -> Path:
     """The chapter's record in the results store: Tables 3-4 next to the paper's, every run, the seeds' intervals,
-    the label experiment, the leakage audit and Table 6; its leaderboard rows and what the Summary reads."""
+    the label experiment, the leakage audit and Table 6, and, where the ``released`` part scored them, the released
+    models beside the paper; its leaderboard rows and what the Summary reads."""
     p = run.p
     elapsed = time.perf_counter() - inputs.started
-    saved = run.save({
+    extra_tables = {"released models (Table 4)": released} if released is not None and len(released) else {}
+    saved = run.save({**extra_tables,
         "paper vs ours (Table 4, CSAbstruct)": table4, "paper vs ours (Table 3, CF-labelled)": table3,
         "runs": trained.runs, "seeds and intervals": intervals.table, "CF-labelled per run": trained.cf_runs,
         "label subsets (Figs. 3-4)": experiment.runs, "label curve (Figs. 3-4)": experiment.curve,
@@ -611,3 +679,11 @@ def store(run, inputs: ChapterInputs, trained: TrainedRuns, table4: pd.DataFrame
     print(f"chapter time {elapsed:.0f} s; results in {saved}")
     return saved
 
+
+
+def tokenizer_family(encoder) -> str:
+    """The tokenizer's model and the architecture of an encoder, e.g. "WordPiece bert" or "byte-level BPE roberta"
+    (the two families of Table 4's baselines; the paper dry run's stand-ins are built in both)."""
+    backend = getattr(encoder.tokenizer, "backend_tokenizer", None)
+    kind = type(backend.model).__name__ if backend is not None else type(encoder.tokenizer).__name__
+    return f"{ {'BPE': 'byte-level BPE'}.get(kind, kind)} {getattr(encoder.model.config, 'model_type', '?')}"

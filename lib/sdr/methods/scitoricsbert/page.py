@@ -18,8 +18,9 @@ from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
 from sdr.methods.scitoricsbert.chapter import (Baselines, ChapterInputs, GoldCheck, LabelExperiment, TrainedRuns,
                                                TrainingSets)
-from sdr.methods.scitoricsbert.recipe import (CF_SECTIONS, LOSSES, PAPER_MODEL_NAMES, RELEASED, pk_shape,
-                                              seed_intervals, settings_table)
+from sdr.methods.scitoricsbert.fidelity import table3_pairs, table4_pairs
+from sdr.methods.scitoricsbert.recipe import (CF_SECTIONS, LOSSES, PAPER_MODEL_NAMES, pk_shape, seed_intervals,
+                                              settings_table)
 
 __all__ = ["TABLE4_METRICS", "validation_curves", "table4_rows", "table4_next_to_paper", "loss_bars",
            "SeedIntervals", "intervals_over_seeds", "table3_rows", "table3_next_to_paper", "label_curves", "table6",
@@ -37,6 +38,9 @@ def validation_curves(run, trained: TrainedRuns) -> None:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    if trained.validation.empty:
+        print("no model trained at these parts: no validation curve")
+        return
     grid = sns.relplot(data=trained.validation, x="epoch", y="validation MAP@R", hue="loss", col="training set",
                        kind="line", marker="o", height=3.2, aspect=1.2, facet_kws={"sharey": False})
     grid.figure.suptitle("Validation MAP@R after each epoch (the best epoch is kept)", y=1.03)
@@ -61,22 +65,24 @@ def table4_rows(baselines: Baselines, trained: TrainedRuns) -> pd.DataFrame:
     return ours
 
 
-def table4_next_to_paper(run, inputs: ChapterInputs, ours: pd.DataFrame, baselines: Baselines) -> pd.DataFrame:
-    """Table 4's paper rows over ours (:func:`sdr.book.show_paper_vs_ours`), then what the data policy says of our
-    PubMed-RCT columns and, when scored, the released SciToricsBERT against the paper's softmax rows.
+def table4_next_to_paper(run, inputs: ChapterInputs, sets: TrainingSets, ours: pd.DataFrame, baselines: Baselines,
+                         trained: TrainedRuns) -> pd.DataFrame:
+    """Table 4's paper rows over ours (:func:`sdr.book.show_paper_vs_ours`), what the data policy says of our
+    PubMed-RCT columns, then which of our rows pair with a paper row under the one rule (:func:`table4_pairs`: same
+    data, model and protocol), each pair with its difference, every other row apart with the reason.
     Shown in: notebooks/scitoricsbert.ipynb, CSAbstruct test: ours next to Table 4."""
+    from IPython.display import display
+
     comparison = book.show_paper_vs_ours(run, ours, "scitoricsbert_table4", columns=TABLE4_METRICS, decimals=3,
                                          label=f"this book ({run.profile}, {inputs.model_label})",
                                          sources=[TABLE4_SOURCE, *run.data.model_sources])
     if not inputs.pubmed_test.real:
         print("PubMed-RCT columns of our rows: the replica (synthetic abstracts), not comparable with the paper's "
               "numbers")
-    if RELEASED.name in baselines.scores:
-        released = baselines.scores[RELEASED.name]
-        paper_softmax = book.read_paper_table("scitoricsbert_table4").set_index("model").loc[RELEASED.table4]
-        print(f"released SciToricsBERT (one checkpoint) vs the paper's softmax rows (mean of 5 seeds), CSAbstruct "
-              f"MAP@R: {released['csabstruct_map@r']:.3f} vs {paper_softmax['csabstruct_map@r']:.3f}; PubMed-RCT "
-              f"MAP@R: {released['pubmedrct_map@r']:.3f} vs {paper_softmax['pubmedrct_map@r']:.3f}")
+    for test, pairs in table4_pairs(run, inputs, sets, ours, baselines, trained).items():
+        print(f"{test}: our rows paired with Table 4's where data, model and protocol are the paper's "
+              f"({int(pairs['pairs'].sum())} of {len(pairs)}); the others apart, with the reason")
+        display(pairs.round(3))
     return comparison
 
 
@@ -86,6 +92,9 @@ def loss_bars(run, trained: TrainedRuns, ours: pd.DataFrame) -> None:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    if trained.runs.empty:
+        print("no model trained at these parts: no bars")
+        return
     paper4 = book.read_paper_table("scitoricsbert_table4")
     plot = trained.means.reset_index().melt(id_vars=["training set", "loss"], value_vars=["p@1", "map@r"],
                                             var_name="metric", value_name="score")
@@ -159,10 +168,14 @@ def table3_rows(baselines: Baselines, trained: TrainedRuns) -> pd.DataFrame:
     return ours
 
 
-def table3_next_to_paper(run, inputs: ChapterInputs, ours: pd.DataFrame) -> pd.DataFrame:
+def table3_next_to_paper(run, inputs: ChapterInputs, sets: TrainingSets, ours: pd.DataFrame, baselines: Baselines,
+                         trained: TrainedRuns) -> pd.DataFrame:
     """Table 3's paper rows over ours (:func:`sdr.book.show_paper_vs_ours`); our rows are labelled a REPLICA, not
-    comparable, where the data policy scored the CF-labelled replica.
+    comparable, where the data policy scored the CF-labelled replica; then the rows the one rule pairs with Table 3's
+    (:func:`table3_pairs`), the others apart with the reason.
     Shown in: notebooks/scitoricsbert.ipynb, Table 3: the CF-labelled sentences."""
+    from IPython.display import display
+
     label = f"this book ({run.profile}, {inputs.model_label})"
     comparison = book.show_paper_vs_ours(run, ours, "scitoricsbert_table3", columns=_table3_metrics(), decimals=3,
                                          label=label if inputs.cf_input.real else f"{label}, CF REPLICA: not comparable",
@@ -170,6 +183,10 @@ def table3_next_to_paper(run, inputs: ChapterInputs, ours: pd.DataFrame) -> pd.D
     if not inputs.cf_input.real:
         print("Our rows: the CF-labelled REPLICA (synthetic sentences), not comparable with the paper's numbers; the "
               "real set is scored when found ($SDR_DATA/cf_sentences; required at paper)")
+    pairs = table3_pairs(run, inputs, sets, ours, baselines, trained)
+    print(f"our rows paired with Table 3's where data, model and protocol are the paper's ({int(pairs['pairs'].sum())} "
+          f"of {len(pairs)}); the others apart, with the reason")
+    display(pairs.round(3))
     return comparison
 
 
@@ -180,6 +197,9 @@ def label_curves(run, experiment: LabelExperiment) -> None:
     import seaborn as sns
 
     curve = experiment.curve
+    if curve.empty:
+        print("no model trained on CFS3 at these parts: no label curve")
+        return
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for axis, (metric, title) in zip(axes, (("p@1", "P@1 (Figure 3)"), ("map@r", "MAP@R (Figure 4)"))):
         sns.lineplot(data=curve, x="training labels", y=metric, hue="loss", marker="o", errorbar=None, ax=axis)
@@ -235,29 +255,39 @@ def findings(run, inputs: ChapterInputs, sets: TrainingSets, baselines: Baseline
     label_curve = experiment.curve.groupby("training labels")["map@r"].mean()
     check_summary = gold.summary.iloc[:, 0]
     elapsed = time.perf_counter() - inputs.started
+
+    def reached(data_name: str) -> str:
+        if data_name not in on_csabstruct.index.get_level_values(0):
+            return "not trained at these parts"
+        scores = on_csabstruct.loc[data_name]
+        return f"{scores.min():.3f}–{scores.max():.3f} (best: {scores.idxmax()})"
+
+    check_line = (f"* The check: {p.check_loss} trained on {sets.check_set} gains {gold.gain:+.3f} over untrained [CLS] "
+                  f"in {gold.summary.columns[0]} ({gold.seeds} seed{'s' if gold.seeds > 1 else ''}), against a margin "
+                  f"of {check_summary['margin (2 σ, measured)']:.3f}." if gold.seeds else
+                  f"* The check was not applied: {gold.why_not}.")
+    trained_range = (f"the trained rows range {trained3.min():.3f}–{trained3.max():.3f}" if len(trained3) else
+                     "no trained row at these parts")
+    label_line = (f"* The label experiment, scored on {experiment.evaluation.name}: MAP@R by number of training labels "
+                  + ", ".join(f"{int(n)}: {v:.3f}" for n, v in label_curve.items())
+                  + f" (untrained [CLS]: {experiment.evaluation.untrained[baselines.untrained_cls]['map@r']:.3f})."
+                  if len(experiment.runs) else "* The label experiment (§4.3) did not run at these parts.")
     lines = [
         f"* On CSAbstruct test ({inputs.csabstruct_test.kind}{dry}, {len(sets.test_items):,} sentences), the "
         f"untrained [CLS] encoder reaches MAP@R {cls_row['csabstruct_map@r']:.3f} and its mean pooling "
         f"{mean_row['csabstruct_map@r']:.3f}. Trained on CSAbstruct's gold roles, the losses reach "
-        f"{on_csabstruct.loc['CSAbstruct train'].min():.3f}–{on_csabstruct.loc['CSAbstruct train'].max():.3f} "
-        f"(best: {on_csabstruct.loc['CSAbstruct train'].idxmax()}); trained on CFS3 ({inputs.cfs3_set.origin}), "
-        f"{on_csabstruct.loc['CFS3'].min():.3f}–{on_csabstruct.loc['CFS3'].max():.3f}. The paper's SciBERT runs: "
-        f"softmax {paper4.loc[PAPER_MODEL_NAMES['softmax'], 'csabstruct_map@r']:.3f} against SciBERT avg. "
-        f"{paper4.loc['SciBERT avg.', 'csabstruct_map@r']:.3f}.",
+        f"{reached('CSAbstruct train')}; trained on CFS3 ({inputs.cfs3_set.origin}), {reached('CFS3')}. The paper's "
+        f"SciBERT runs: softmax {paper4.loc[PAPER_MODEL_NAMES['softmax'], 'csabstruct_map@r']:.3f} against SciBERT "
+        f"avg. {paper4.loc['SciBERT avg.', 'csabstruct_map@r']:.3f}.",
         f"* Against untrained [CLS] on CSAbstruct test ({seeds} a model, paired 95 % intervals over its sentences): "
         f"of {len(table)} trained models, {len(above)} {'is' if len(above) == 1 else 'are'} above it with an interval "
         f"that excludes 0 ({', '.join(above) or 'none'}), {len(below)} below it ({', '.join(below) or 'none'}), and "
         f"{len(noise)} within noise.",
-        f"* The check: {p.check_loss} trained on {sets.check_set} gains {gold.gain:+.3f} over untrained [CLS] in "
-        f"{gold.summary.columns[0]} ({gold.seeds} seed{'s' if gold.seeds > 1 else ''}), against a margin of "
-        f"{check_summary['margin (2 σ, measured)']:.3f}.",
+        check_line,
         f"* Table 3 ({'the CF-labelled set' + dry if inputs.cf_input.real else 'the CF replica, not comparable'}): "
         f"untrained [CLS] averages MAP@R {baselines.cf[baselines.untrained_cls]['avg_map@r']:.3f}, mean pooling "
-        f"{baselines.cf[baselines.untrained_mean]['avg_map@r']:.3f}; the trained rows range {trained3.min():.3f}–"
-        f"{trained3.max():.3f}.",
-        f"* The label experiment, scored on {experiment.evaluation.name}: MAP@R by number of training labels "
-        + ", ".join(f"{int(n)}: {v:.3f}" for n, v in label_curve.items())
-        + f" (untrained [CLS]: {experiment.evaluation.untrained[baselines.untrained_cls]['map@r']:.3f}).",
+        f"{baselines.cf[baselines.untrained_mean]['avg_map@r']:.3f}; {trained_range}.",
+        label_line,
         f"* This chapter ran {elapsed / 60:.1f} min at profile `{run.profile}` ({len(trained.runs)} trainings, "
         f"{len(experiment.runs)} label-subset runs) on {book.environment_line()}.",
     ]

@@ -36,8 +36,9 @@ __all__ = [
     "train_function_model",
     "score_sentences", "cf_section_items", "CF_SECTIONS", "score_sections", "table3_row",
     "LabelSchedule", "sample_label_subsets", "items_with_labels", "label_subset_epochs", "label_schedule",
-    "Baseline", "BASELINES", "RELEASED", "BOOK_CFS3_INPUTS", "paper_inputs", "CFS3TrainingSet", "cfs3_training_set",
-    "SETTINGS", "TABLE6_KEYS", "settings_table", "plan_runs", "PLAN_TOKENS_PER_SENTENCE", "seed_intervals",
+    "Baseline", "BASELINES", "RELEASED", "PAPER_MAX_LENGTH", "RELEASED_TOLERANCE", "RELEASED_CHECKS",
+    "BOOK_CFS3_INPUTS", "paper_inputs", "CFS3TrainingSet", "cfs3_training_set",
+    "SETTINGS", "TABLE6_KEYS", "settings_table", "seed_intervals",
 ]
 
 #: The five objectives, in the order of the paper's tables.
@@ -61,7 +62,7 @@ PAPER_TRAINING: dict = {
     "schedule": "linear", "warmup_steps": 0, "max_grad_norm": 0.0,
 }
 
-#: The authors' tokenizer limit (``--max_length`` default 128).
+#: The authors' tokenizer limit (``--max_length`` default 128), in training and in scoring (``visualize.py``).
 PAPER_MAX_LENGTH = 128
 
 #: Dropout on the [CLS] vector before the classifier of softmax and ArcFace (BERT's hidden_dropout_prob).
@@ -247,6 +248,10 @@ def map_at_r_validator(items: Sequence, batch_size: int = 64) -> Callable:
     return validate
 
 
+SEED_INTERVAL_COLUMNS = ["training set", "loss", "seeds", "MAP@R mean", "σ", "Δ vs untrained [CLS]", "95 % low",
+                         "95 % high", "excludes 0"]
+
+
 def seed_intervals(runs, per_query: Mapping[tuple, Mapping[str, float]], reference: Mapping[str, float],
                    samples: int = 2000, seed: int = 0):
     """Per training set and loss: CSAbstruct MAP@R mean ± σ over its seeds and its difference from ``reference``
@@ -273,7 +278,7 @@ def seed_intervals(runs, per_query: Mapping[tuple, Mapping[str, float]], referen
         rows.append({"training set": data_name, "loss": loss, "seeds": count, "MAP@R mean": mean, "σ": sd,
                      "Δ vs untrained [CLS]": interval["difference"], "95 % low": interval["low"],
                      "95 % high": interval["high"], "excludes 0": interval["excludes_zero"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=SEED_INTERVAL_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------------- Table 3
@@ -383,49 +388,6 @@ def label_schedule(n_labels: int, n_all_labels: int, n_train: int, full_epochs: 
     return LabelSchedule(epochs, batches)
 
 
-#: Tokens per sentence the paper plan assumes (as :func:`sdr.plan.paper_runs`): CFS3's sentences are short, so the
-#: authors' 128-token limit is rarely reached.
-PLAN_TOKENS_PER_SENTENCE = 40
-
-
-def plan_runs(training_sets: Mapping[str, Sequence], losses: Sequence[str], seeds: int, epochs: int, max_length: int,
-              max_batches_per_epoch: int = 0, label_train: Sequence = (), label_counts: Sequence[int] = (),
-              label_losses: Sequence[str] = (), label_seeds: int = 0, seed: int = 0,
-              label_max_steps: int = 0) -> list[dict]:
-    """The chapter's training runs for :meth:`sdr.datasets.ChapterData.plan` (printed at ``paper`` before training).
-
-    One line per training set and loss (each trained ``seeds`` times), then one per label-subset count and loss of
-    the §4.3 experiment on ``label_train`` (CFS3's training split; the subset of ``seed``'s draw, each of
-    ``label_seeds`` seeds drawing its own), with :func:`label_schedule`'s epochs. Examples per epoch are the PK
-    batches a run draws (:func:`pk_batch_sampler`) × 64 sentences.
-    """
-    tokens = min(int(max_length), PLAN_TOKENS_PER_SENTENCE)
-    runs = []
-    for name, train_items in training_sets.items():
-        for loss in losses:
-            p, k = pk_shape(loss)
-            batches = max(1, len(train_items) // (p * k))
-            if max_batches_per_epoch:
-                batches = min(batches, int(max_batches_per_epoch))
-            runs.append(dict(name=f"{loss} on {name} (x {seeds} seed{'s' if seeds != 1 else ''})",
-                             examples=batches * p * k, epochs=int(epochs), effective_batch=p * k, texts_per_example=1,
-                             tokens_per_text=tokens))
-    all_labels = label_space(label_train) if label_train else []
-    counts = [n for n in label_counts if n < len(all_labels)]
-    if counts and label_seeds:
-        for n_labels, subset in sample_label_subsets(all_labels, counts, seed=seed).items():
-            n_train = len(items_with_labels(label_train, subset))
-            for loss in label_losses:
-                p, k = pk_shape(loss)
-                schedule = label_schedule(n_labels, len(all_labels), n_train, epochs, loss,
-                                          max_batches_per_epoch=max_batches_per_epoch, max_steps=label_max_steps)
-                runs.append(dict(name=f"{loss} on {n_labels} labels (x {label_seeds} "
-                                      f"seed{'s' if label_seeds != 1 else ''})",
-                                 examples=schedule.batches_per_epoch * p * k, epochs=schedule.epochs,
-                                 effective_batch=p * k, texts_per_example=1, tokens_per_text=tokens))
-    return runs
-
-
 SETTINGS = SCITORICS_SETTINGS  # the Table 6 values, re-exported for the chapter's settings table
 
 #: The rows of ``data/paper_tables/scitoricsbert_settings.csv`` (Table 6: loss, hyperparameter) → (our loss, the
@@ -497,6 +459,45 @@ BASELINES: tuple[Baseline, ...] = (
 #: The released SciToricsBERT (softmax loss; its README embeds with the last layer's [CLS]).
 RELEASED = Baseline("SciToricsBERT release (kaisugi/scitoricsbert)", "kaisugi/scitoricsbert", "cls",
                     PAPER_MODEL_NAMES["softmax"], PAPER_MODEL_NAMES["softmax"])
+
+#: Table 4 prints fractions to three decimals (.226): ±0.3 points is ±0.003 there.
+RELEASED_TOLERANCE = 0.003
+_TABLE4_METRICS = {"csabstruct": {"p@1": "csabstruct_p@1", "map@r": "csabstruct_map@r"},
+                   "pubmed_rct": {"p@1": "pubmedrct_p@1", "map@r": "pubmedrct_map@r"}}
+
+
+def _table4_checks(model: str, paper_row: str, pooling: str, why_unasserted: str = "") -> tuple:
+    from sdr.released import ReleasedCheck
+
+    return tuple(ReleasedCheck(model, benchmark, "scitoricsbert_table4", paper_row, metrics, pooling=pooling,
+                               max_length=PAPER_MAX_LENGTH,
+                               tolerance=None if why_unasserted else RELEASED_TOLERANCE,
+                               unasserted_because=why_unasserted)
+                 for benchmark, metrics in _TABLE4_METRICS.items())
+
+
+#: The released checkpoints Table 4 reports, scored before any training (issue 32; :func:`sdr.released.
+#: released_part`): each on CSAbstruct test (1,349 sentences) and PubMed 20k RCT test (30,135), read as the authors'
+#: ``visualize.py`` reads them — the mean of the last layer over the attention mask ("avg.", footnote 8) or its
+#: [CLS], 128 tokens, L2-normalised, P@1 and MAP@R over every sentence — beside Table 4's row. The paper names no
+#: checkpoint; the names are the authors' README's ("Evaluation (baseline)"), SRoBERTa's included (the paper only says
+#: "fine-tuned on NLI"). Asserted to ±0.3 points where the setup is the authors' exactly; SimCSE and the released
+#: SciToricsBERT stay unasserted (why is on the row). GloVe avg. has no row: no package ships its vectors.
+#: Table 3's baselines (the CF-labelled set, no benchmark of ``sdr evaluate all``) are scored by the chapter's
+#: :func:`score_baselines` and shown beside Table 3, unasserted.
+RELEASED_CHECKS: tuple = (
+    *_table4_checks("allenai/scibert_scivocab_uncased", "SciBERT avg.", "mean"),
+    *_table4_checks("bert-base-uncased", "BERT avg.", "mean"),
+    *_table4_checks("roberta-base", "RoBERTa avg.", "mean"),
+    *_table4_checks("microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext", "PubMedBERT avg.", "mean"),
+    *_table4_checks("sentence-transformers/stsb-roberta-base-v2", "SRoBERTa", "mean"),
+    *_table4_checks("princeton-nlp/sup-simcse-roberta-base", "SimCSE-RoBERTa", "cls",
+                    "the authors read SimCSE's pooler output (a dense layer and tanh over [CLS], visualize.py "
+                    "--cls_pooling); the book's encoders read the last layer's [CLS]"),
+    *_table4_checks("kaisugi/scitoricsbert", PAPER_MODEL_NAMES["softmax"], "cls",
+                    "Table 4's row is the mean of five seeds; the release is one softmax checkpoint whose seed the "
+                    "authors do not name"),
+)
 
 #: What the book's own CFS3 build reads (:func:`cfs3_training_set` without the release), besides CSAbstruct.
 BOOK_CFS3_INPUTS: tuple[str, ...] = ("academic_phrasebank", "scicite", "csfcube", "s2orc_sample")
