@@ -927,13 +927,13 @@ def test_cost_plan_lines_and_totals_by_hand():
     table = cost.table()
     assert cost.selected == ("main", "ablations", "seeds")
     assert set(table["part"]) == {"main", "published", "ablations", "seeds"}  # no released line below paper
-    rate = plan.MEASURED_TOKENS_PER_S  # computed tokens a second on the measured H100
+    rate = plan.MEASURED_TOKENS_PER_S  # computed tokens a second on the measured GPU
     train = table[table["kind"] == "train"].set_index("what")
     # 20 queries × 10 triplets, 1 epoch, batch 4 × 2: 25 steps; facet texts 64 tokens (the 120 assumed, capped)
     assert train.loc["FLeW-bg (split abstracts)", "steps a run"] == 25
-    assert train.loc["FLeW-bg (split abstracts)", "GPU h H100"] == pytest.approx(200 * 3 * 64 / rate / 3600)
-    assert train.loc["FLeW-mt (published recipe)", "GPU h H100"] == pytest.approx(200 * 3 * 64 / rate / 3600)
-    assert train.loc["FLeW-rs w/o textual (full abstracts)", "GPU h H100"] == pytest.approx(200 * 3 * 64 / rate / 3600)
+    assert train.loc["FLeW-bg (split abstracts)", plan._hours_label(plan.MEASURED_DEVICE)] == pytest.approx(200 * 3 * 64 / rate / 3600)
+    assert train.loc["FLeW-mt (published recipe)", plan._hours_label(plan.MEASURED_DEVICE)] == pytest.approx(200 * 3 * 64 / rate / 3600)
+    assert train.loc["FLeW-rs w/o textual (full abstracts)", plan._hours_label(plan.MEASURED_DEVICE)] == pytest.approx(200 * 3 * 64 / rate / 3600)
     assert train.loc["FLeW-bg, seeds 2-2", "runs"] == 1
     assert len(train) == 3 + 3 + 3 + 3  # main, published, w/o textual, one extra seed
     lines = table.set_index("what")
@@ -949,7 +949,7 @@ def test_cost_plan_lines_and_totals_by_hand():
     # the weight search: 3 interior grid points at step 0.25, 1 CPU h each (estimate)
     assert lines.loc["FLeW's sum: weight search, 3 grid points × the supervised tasks", "CPU / network h"] == 3.0
     totals = cost.totals()
-    h100 = "GPU h H100"
+    h100 = plan._hours_label(plan.MEASURED_DEVICE)
     assert totals.loc["selected parts", h100] == pytest.approx(
         table.loc[table["part"].isin(cost.selected), h100].sum())
     assert totals.loc["whole chapter", h100] == pytest.approx(table[h100].sum())
@@ -1064,7 +1064,9 @@ def test_the_released_part_runs_in_the_dry_run_and_a_planted_mismatch_fails_it(r
     planted = tmp_path / "planted"
     planted.mkdir()
     stored = json.loads((root / released.EXPECTED_FILE).read_text())
-    stored["Miracle-dz/FLeW-split/method|scirepeval|avg over the columns present"] += 0.5
+    planted_check = next(c for c in checks if c.label == "Miracle-dz/FLeW-split/method" and c.benchmark == "scirepeval"
+                         and "avg over the columns present" in c.metrics)
+    stored[released.expected_key(planted_check, "avg over the columns present")] += 0.5
     (planted / released.EXPECTED_FILE).write_text(json.dumps(stored))
     monkeypatch.setenv("SDR_DATA", str(planted))
     with pytest.raises(ChapterCheckFailed, match="Miracle-dz/FLeW-split/method on scirepeval"):
