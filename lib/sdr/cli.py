@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 COMMAND_MODULES = (
@@ -27,15 +28,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = None
+    try:  # SIGTERM (a killed job, a timeout) unwinds like Ctrl-C, so temporary files and folders are removed
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread
+        pass
     try:
         return int(args.func(args) or 0)
     except (ValueError, OSError, KeyError) as error:
         # Bad input (and an unusable path: permissions, a full disk) is reported naming what was wrong, with
         # exit status 2; tracebacks are for bugs.
-        print(f"sdr {args.command}: error: {error}", file=sys.stderr)
+        message = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
+        print(f"sdr {args.command}: error: {' '.join(message.split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"sdr {args.command}: interrupted (temporary files removed)", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ def _cli_fetch(args) -> int:
         raise ValueError("give a dataset NAME, --for CHAPTER, --real-profile or --model NAME")
     else:
         names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
+    check_fetch_targets(names)
     failed = []
     if args.chapter:
         for model in CHAPTER_MODELS.get(args.chapter, ()):
@@ -85,6 +86,18 @@ def _cli_fetch(args) -> int:
         print(f"not fetched: {', '.join(failed)} (see the messages above)", file=sys.stderr)
         return 1
     return 0
+
+
+def check_fetch_targets(names) -> None:
+    """The download cache and each dataset's folder in it, through the output layer before anything is
+    downloaded: not a source folder of the repository, not a link, writable."""
+    from sdr.datasets.download import cache_dir
+    from sdr.outputs import Outputs
+
+    cache = cache_dir()
+    stores = {"$SDR_DATA_CACHE (the download cache)": cache}
+    stores.update({f"the cache folder of {name}": cache / get(name).folder for name in names})
+    Outputs(inputs={}, stores=stores).check()
 
 
 def _cli_status(args) -> int:

@@ -159,7 +159,7 @@ def read_labels(path: str | Path) -> dict[str, str]:
         key = record_id(record["id"], "id", where)
         if key in labels:
             raise InputError(f"{where}: duplicate id {key!r}; expected each id once")
-        labels[key] = record_id(record["label"], "label", where)
+        labels[key] = record_id(record["label"], "label", where, path_safe=False)
     if not labels:
         raise InputError(f"{path}: no labels in file; expected {{'id', 'label'}} lines")
     return labels
