@@ -68,7 +68,7 @@ def check_device(device: str | None, label: str = "device") -> str:
     if device in (None, "auto"):
         return "auto"
     kind, colon, index = str(device).partition(":")
-    if kind not in DEVICE_TYPES or (colon and (kind != "cuda" or not index.isdigit())):
+    if kind not in DEVICE_TYPES or (colon and not index.isdigit()):
         raise ValueError(f"{label} {device!r}: not a device this library runs on; expected auto, cpu, cuda, "
                          f"cuda:N or mps")
     return str(device)

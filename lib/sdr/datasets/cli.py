@@ -12,6 +12,7 @@ import sys
 from sdr.datasets.download import DatasetUnavailable, fetch_any, fetch_model
 from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, DATASETS, REAL_PROFILE_DATA, get
 from sdr.datasets.status import chapter_status, status_table, verified_folder, verify
+from sdr.jsonio import file_kind
 
 
 def register(subparsers) -> None:
@@ -120,11 +121,13 @@ def _cli_status(args) -> int:
 def _cli_verify(args) -> int:
     folder = verified_folder(get(args.name))
     status = verify(args.name, folder)
-    states = ("ok", "mismatch", "missing", "absent", "unchecked")
+    states = ("ok", "mismatch", "missing", "absent", "unchecked", "special")
     counts = {s: sum(1 for v in status.values() if v == s) for s in states}
     print(f"{args.name}: {folder}")
     for path, state in status.items():
         if state in ("mismatch", "missing"):
             print(f"{state:<9} {folder / path}")
-    print(f"{args.name}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
-    return 1 if counts["mismatch"] or counts["missing"] else 0
+        elif state == "special":
+            print(f"{state:<9} {folder / path}: {file_kind(folder / path)}, not a regular file; not read")
+    print(f"{args.name}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "special"))
+    return 1 if counts["mismatch"] or counts["missing"] or counts["special"] else 0
