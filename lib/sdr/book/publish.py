@@ -74,7 +74,9 @@ def binder_requirements(lock_text: str) -> str:
         if name.startswith(("nvidia-", "triton", "cuda-")):
             continue
         if name == "torch":
-            version = stripped.split("==", 1)[1].split("+")[0]
+            version = stripped.split("==", 1)[1].split("+")[0].strip() if "==" in stripped else ""
+            if not re.fullmatch(r"[0-9][0-9A-Za-z.]*", version):
+                raise ValueError(f"requirements.lock: {stripped[:60]!r}: expected torch pinned as torch==VERSION")
             stripped = f"torch=={version}+cpu"
         lines.append(stripped)
     return "\n".join(lines) + "\n"
