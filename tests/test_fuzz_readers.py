@@ -265,9 +265,11 @@ def test_jsonl_and_json_bytes(tmp_path, data):
 # --------------------------------------------------------------------------------------------- edge lists
 
 edge_lines = st.one_of(
-    st.tuples(st.sampled_from(["a", "b", " c ", ""]), st.sampled_from(["a", "d", ""])).map("\t".join),
+    st.tuples(st.sampled_from(["a", "b", " c ", "", "d ", "e/f", "g\\h", "\ufeffi"]),
+              st.sampled_from(["a", "d", "", "x\x01"])).map("\t".join),
     st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["c", "d"]),
-              st.one_of(st.sampled_from(["1", "2.0", "3e0", "0.4", "0", "-2", "nan", "inf", "1e400", "x", "1_0", ""]),
+              st.one_of(st.sampled_from(["1", "2.0", "3e0", "0.4", "0", "-2", "nan", "inf", "1e400", "x", "1_0", "",
+                                         "1e300", "9007199254740992", "9007199254740994"]),
                         st.floats(allow_nan=True).map(repr))).map("\t".join),
     st.sampled_from(["# a comment", "", "   ", "a\tb\tc\td", "solo"]),
     st.text(alphabet=string.printable, max_size=12),
@@ -298,12 +300,16 @@ def test_edge_list_bytes(tmp_path, data):
 
 def check_edges(path: Path, lines: list[str]) -> None:
     expected = []
-    for line in lines:
-        text = line.rstrip("\r")
+    for number, line in enumerate(lines, 1):
+        text = line.rstrip("\r").removeprefix("\ufeff" if number == 1 else "")  # a byte-order mark is no id
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         parts = text.split("\t")
         if len(parts) not in (2, 3) or not parts[0].strip() or not parts[1].strip():
+            expected = None
+            break
+        # ids as they are: no surrounding whitespace, no path separator, no control character
+        if any(p != p.strip() or "/" in p or "\\" in p or any(ord(c) < 32 for c in p) for p in parts[:2]):
             expected = None
             break
         try:
@@ -311,10 +317,11 @@ def check_edges(path: Path, lines: list[str]) -> None:
         except ValueError:
             expected = None
             break
-        if not (math.isfinite(weight) and weight >= 1 and weight == int(weight)):
+        # a whole number of repeats that an integer holds exactly (1e300 would wrap round and drop the edge)
+        if not (math.isfinite(weight) and 1 <= weight <= 2 ** 53 and weight == int(weight)):
             expected = None
             break
-        expected.append((parts[0].strip(), parts[1].strip(), weight))
+        expected.append((parts[0], parts[1], weight))
     event("refused" if not expected else "read")
     if not expected:
         with pytest.raises(InputError, match=rf"^{path}"):

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from sdr import datasets
+from sdr.outputs import output_folder
 from sdr.synthetic.s2_api import SyntheticGraphApi  # the Graph API of a synthetic corpus (also imported from here)
 
 FIXTURE_SEED = 7
@@ -38,6 +39,8 @@ FIXTURE_PAPERS = 240
 CORPUS_ID_BASE = 900_000  # synthetic papers get corpus ids CORPUS_ID_BASE + index (S2 corpus ids are integers)
 REAL_FROM_MIRROR = ("csfcube", "csabstruct", "scicite", "academic_phrasebank", "s2orc_sample")
 FIXTURES = Path(__file__).resolve().parents[2] / "data" / "fixtures"
+WORKDIR_MARK = ".sdr-paper-dry-run"
+"""The file that marks a folder as this command's work folder, the only kind it empties."""
 
 
 # ---------------------------------------------------------------------------------------------- the corpus
@@ -476,9 +479,16 @@ def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: 
     ``stops`` is off, check that each chapter with no data stops before training (:func:`check_stop`)."""
     from sdr import book
 
+    from sdr.outputs import Outputs
+
+    # the work folder is emptied and refilled: only a folder this command made (its mark file) or an empty one,
+    # never a source folder, never one holding --real-data
+    outputs = Outputs(inputs={"--real-data": real_data}, stores={"--workdir": workdir},
+                      owned={"--workdir": WORKDIR_MARK}).check()
+    if fresh:
+        outputs.claim("--workdir")
     workdir = Path(workdir).resolve()
-    if fresh and workdir.exists():
-        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
     chapters = list(chapters or book.chapter_names())
     outcome = {}
     if stops:
@@ -517,7 +527,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("paper-dry-run", help="execute chapters at the paper profile on official-format "
                                                          "fixtures, offline (what CI runs after make test)")
     parser.add_argument("chapters", nargs="*", help="default: every chapter")
-    parser.add_argument("--workdir", type=Path, default=Path("_build/paper-dry-run"))
+    parser.add_argument("--workdir", type=output_folder, default=Path("_build/paper-dry-run"),
+                        help=f"a new or empty folder, or one this command made (it holds {WORKDIR_MARK}): it is "
+                             f"emptied first")
     parser.add_argument("--real-data", default=os.environ.get("SDR_DATA") or None,
                         help="a data mirror whose real CSFCube, CSAbstruct, SciCite, Phrasebank and S2ORC sample are "
                              "linked in (default: $SDR_DATA)")

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sdr.outputs import Outputs, output_file
+
 BENCHMARKS = ("csfcube", "csabstruct", "pubmed_rct", "scidocs", "mdcr", "scirepeval", "paragraphs")
 """Every benchmark ``sdr embed`` and ``sdr evaluate all`` know, in the order ``evaluate all`` scores them."""
 DATASET_OF = {"csfcube": "csfcube", "csabstruct": "csabstruct", "pubmed_rct": "pubmed_rct", "scidocs": "scidocs",
@@ -89,14 +91,40 @@ def load_model(name_or_path: str, max_length: int | None = None, pooling: str | 
     return encoder
 
 
+def model_folder(name_or_path: str) -> Path | None:
+    """The local folder a ``--model`` names (an input no output may overwrite), or None for a Hub name."""
+    from sdr.encoders import resolve_model
+
+    text = str(name_or_path).strip()
+    location = Path(resolve_model(text)).expanduser() if text else None
+    return location if location is not None and location.exists() else None
+
+
+MAX_BATCH_SIZE = 65_536
+
+
+def check_run_options(args) -> None:
+    """The numeric options of ``sdr embed`` / ``sdr evaluate all`` in range, before any data or model is read."""
+    from sdr.encoders import check_device
+
+    if not 1 <= args.batch_size <= MAX_BATCH_SIZE:
+        raise ValueError(f"--batch-size {args.batch_size}: expected 1 to {MAX_BATCH_SIZE:,} texts a batch")
+    if args.layers < 0:
+        raise ValueError(f"--layers {args.layers}: expected 0 (all layers) or a positive number of layers")
+    if args.max_length is not None and args.max_length < 1:
+        raise ValueError(f"--max-length must be a positive number of tokens, got {args.max_length}")
+    check_device(args.device, "--device")
+
+
 def _declares_normalize(folder: Path) -> bool:
+    from sdr.jsonio import InputError, load_json
+
     modules = folder / "modules.json"
     if not modules.exists():
         return False
-    try:
-        declared = json.loads(modules.read_text())
-    except ValueError as error:
-        raise ValueError(f"{modules}: not valid JSON ({error})") from None
+    declared = load_json(modules, "sentence-transformers modules.json (a list of modules)")
+    if not isinstance(declared, list):
+        raise InputError(f"{modules}: found a JSON {type(declared).__name__}; expected a list of modules")
     return any(str(m.get("type", "")).endswith("Normalize") for m in declared if isinstance(m, dict))
 
 
@@ -276,11 +304,13 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("embed", help="embed what a benchmark needs with any model (embeddings JSONL)")
     add_model_arguments(parser)
     parser.add_argument("--benchmark", required=True, help=", ".join(BENCHMARKS))
-    parser.add_argument("--out", required=True, type=Path, help="embeddings JSONL to write")
+    parser.add_argument("--out", required=True, type=output_file,
+                        help="embeddings JSONL to write (never an input; an existing file only with --force)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="the benchmark's folder (paragraphs: its chunks JSONL); default: located by sdr data")
-    parser.add_argument("--labels-out", type=Path, default=None,
+    parser.add_argument("--labels-out", type=output_file, default=None,
                         help="csabstruct, pubmed_rct: also write the labels file `sdr evaluate sentences` reads")
+    parser.add_argument("--force", action="store_true", help="replace --out / --labels-out if they exist")
     parser.set_defaults(func=_embed_command)
 
 
@@ -291,14 +321,21 @@ def _embed_command(args) -> int:
     benchmark = check_benchmark(args.benchmark)
     if args.labels_out is not None and benchmark not in ("csabstruct", "pubmed_rct"):
         raise ValueError(f"--labels-out is for the sentence benchmarks (csabstruct, pubmed_rct), not {benchmark}")
+    check_run_options(args)
     data = locate_data(benchmark, args.data_dir, download=args.download)
+    # before the model is loaded and the texts embedded: no output over the data or the model, none replaced
+    # without --force, each writable
+    outputs = Outputs(inputs={"--data-dir" if args.data_dir else f"{benchmark} data": data,
+                              "--model": model_folder(args.model)},
+                      outputs={"--out": args.out, "--labels-out": args.labels_out}, force=args.force).check()
     encoder = load_model(args.model, args.max_length, args.pooling, args.layers, args.device)
     inputs = benchmark_inputs(benchmark, data, encoder, args.csfcube_queries)
     vectors = embed(encoder, inputs.texts, args.batch_size, progress=sys.stderr.isatty())
-    write_embeddings(args.out, vectors)
-    if args.labels_out is not None:
-        write_labels(args.labels_out,
-                     [LabelledSentence(i, inputs.texts[i], label) for i, label in inputs.labels.items()])
+    with outputs.commit() as staged:
+        write_embeddings(staged["--out"], vectors)
+        if args.labels_out is not None:
+            write_labels(staged["--labels-out"],
+                         [LabelledSentence(i, inputs.texts[i], label) for i, label in inputs.labels.items()])
     print(json.dumps({"benchmark": benchmark, "data": str(inputs.data), "model": args.model,
                       "max_length": encoder.max_length, "pooling": encoder.pooling, "normalize": encoder.normalize,
                       "embeddings": str(args.out), "vectors": len(vectors), "dimension": encoder.dimension,

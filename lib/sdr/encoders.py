@@ -59,10 +59,25 @@ def resolve_model(name_or_path: str) -> str:
     return str(name_or_path)
 
 
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def check_device(device: str | None, label: str = "device") -> str:
+    """``device`` when it names a device this library runs on (``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``);
+    anything else (``tpu``, ``cuda:x``) is a ``ValueError`` naming it, not torch's traceback."""
+    if device in (None, "auto"):
+        return "auto"
+    kind, colon, index = str(device).partition(":")
+    if kind not in DEVICE_TYPES or (colon and not index.isdigit()):
+        raise ValueError(f"{label} {device!r}: not a device this library runs on; expected auto, cpu, cuda, "
+                         f"cuda:N or mps")
+    return str(device)
+
+
 def pick_device(device: str | None = "auto") -> torch.device:
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    return torch.device(check_device(device) if isinstance(device, str) else device)
 
 
 def copy_to_device(tensor: torch.Tensor, device: str | torch.device) -> torch.Tensor:
@@ -185,7 +200,11 @@ def _read_pooling(path: Path) -> str | None:
     config = path / "1_Pooling" / "config.json"
     if not config.exists():
         return None
-    settings = json.loads(config.read_text())
+    from sdr.jsonio import InputError, load_json
+
+    settings = load_json(config, "a sentence-transformers pooling config (a JSON object)")
+    if not isinstance(settings, dict):
+        raise InputError(f"{config}: found a JSON {type(settings).__name__}; expected a JSON object")
     if settings.get("pooling_mode_cls_token"):
         return "cls"
     if settings.get("pooling_mode_mean_tokens") or settings.get("pooling_mode") == "mean":
@@ -308,9 +327,16 @@ class Encoder(nn.Module):
 
         hf_logging.disable_progress_bar()  # per-tensor "Loading weights" bars drown the chapters' own
         location = resolve_model(name_or_path)
+        check_device(device)
+        local = Path(location).is_dir()
+        if local:  # weights format, headers and shard paths checked before transformers opens anything
+            from sdr.model_files import check_model_folder
+
+            check_model_folder(location)
         try:
             tokenizer = AutoTokenizer.from_pretrained(location)
-            model = AutoModel.from_pretrained(location)
+            # a checked folder loads its safetensors only (never a pickle beside them)
+            model = AutoModel.from_pretrained(location, **({"use_safetensors": True} if local else {}))
         except OSError as error:
             raise FileNotFoundError(
                 f"cannot load model {name_or_path!r} ({location}): {error}. Offline, use 'minilm' "
@@ -320,8 +346,15 @@ class Encoder(nn.Module):
         folder_pooling = _read_pooling(folder) if folder else None
         if max_length is None:
             settings = folder / "sentence_bert_config.json" if folder else None
-            max_length = json.loads(settings.read_text()).get("max_seq_length", 512) \
-                if settings is not None and settings.exists() else 512
+            max_length = 512
+            if settings is not None and settings.exists():
+                from sdr.jsonio import InputError, load_json
+
+                declared = load_json(settings, "sentence_bert_config.json {'max_seq_length': int}")
+                max_length = declared.get("max_seq_length", 512) if isinstance(declared, dict) else None
+                if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+                    raise InputError(f"{settings}: max_seq_length is {json.dumps(max_length)}; expected a positive "
+                                     f"whole number of tokens")
         encoder = cls(model, tokenizer, pooling or folder_pooling or "cls", max_length, device, normalize,
                       packed, precision)
         if num_layers:

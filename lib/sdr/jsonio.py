@@ -18,7 +18,9 @@ import gzip
 import json
 import math
 import numbers
+import os
 import re
+import stat
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -89,14 +91,30 @@ def is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def record_id(value, key: str, where: str) -> str:
+def check_id(value: str, key: str, where: str, path_safe: bool = True) -> str:
+    """``value`` when it is a usable id: no surrounding whitespace (``"p1 "`` would match no other file's
+    ``"p1"``, leaving papers without a vector), no control character and, with ``path_safe``, no path separator
+    (``/`` or ``\\``); otherwise :class:`InputError` naming ``where`` (``"FILE:LINE"``) and the field."""
+    if value != value.strip():
+        raise InputError(f"{where}: {key!r} is {json.dumps(value)[:60]}, with surrounding whitespace; expected an "
+                         f"id without it (it would match no other file's id)")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InputError(f"{where}: {key!r} is {json.dumps(value)[:60]}, with a control character; expected a "
+                         f"printable id")
+    if path_safe and ("/" in value or "\\" in value):
+        raise InputError(f"{where}: {key!r} is {json.dumps(value)[:60]}, with a path separator; expected a plain id")
+    return value
+
+
+def record_id(value, key: str, where: str, path_safe: bool = True) -> str:
     """An id field of a record as a string: a non-empty string, or an integer read as its digits. ``null``, a
     boolean, a float, a list or an empty string raise :class:`InputError` (``where``: ``"FILE:LINE"``) — they
-    would otherwise become ids such as ``"None"`` or ``"True"``."""
+    would otherwise become ids such as ``"None"`` or ``"True"`` — and so does a string :func:`check_id`
+    refuses (surrounding whitespace, a control character, a path separator unless ``path_safe`` is off)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, str) and value.strip():
-        return value
+        return check_id(value, key, where, path_safe)
     raise InputError(f"{where}: {key!r} is {json.dumps(value)[:60]}; expected a non-empty string id")
 
 
@@ -123,12 +141,34 @@ def finite_or_null(value, where: str = "") -> tuple[object, list[str]]:
     return clean(value, where), undefined
 
 
+def file_kind(path: str | Path) -> str | None:
+    """``None`` for a regular file (links followed), else what it is: "a folder", "a FIFO (named pipe)", "a
+    character device", …, or "missing"."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as error:
+        return f"unreadable ({error.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
 def require_file(path: str | Path, what: str) -> Path:
+    """``path`` when it is a regular file (links followed); a folder, a FIFO, a device (``/dev/zero``, which
+    would never end) or a socket is an :class:`InputError`, a missing file a ``FileNotFoundError``."""
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder; expected a file ({what})")
-    if not path.is_file():
+    kind = file_kind(path)
+    if kind == "missing":
         raise FileNotFoundError(f"{path}: file not found; expected {what}")
+    if kind is not None:
+        raise InputError(f"{path}: is {kind}; expected a regular file ({what})")
     return path
 
 
@@ -319,3 +359,46 @@ def read_notebook(path: str | Path):
         reason = str(error).strip().splitlines()[0][:200]
         raise InputError(f"{path}: not a valid Jupyter notebook ({reason}); expected nbformat 4") from None
     return notebook
+
+
+def _strict_yaml_loader(base):
+    """``base`` (a PyYAML loader class) refusing a mapping that repeats a key (PyYAML keeps the last silently)."""
+    import yaml
+
+    class StrictLoader(base):
+        pass
+
+    def construct_mapping(loader, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = loader.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark.line)
+                except TypeError:
+                    continue  # an unhashable key: PyYAML refuses it itself
+                if first != key_node.start_mark.line:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping (first on line {first + 1})",
+                        key_node.start_mark)
+        return base.construct_mapping(loader, node, deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return StrictLoader
+
+
+def read_yaml(path: str | Path, what: str, loader=None):
+    """A YAML file (a config: ``_toc.yml``, ``_config.yml``, ``profiles.yml``) read strictly: UTF-8 (errors as in
+    :func:`read_text`), no repeated key in a mapping; invalid YAML is an :class:`InputError` naming the file,
+    the line and what was expected. ``loader``: a PyYAML loader class (default ``yaml.SafeLoader``)."""
+    import yaml
+
+    path = require_file(path, what)
+    text = read_text(path, what)
+    try:
+        return yaml.load(text, Loader=_strict_yaml_loader(loader or yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise InputError(f"{where}: not valid YAML ({problem}); expected {what}") from None

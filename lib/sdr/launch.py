@@ -25,6 +25,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from sdr.jsonio import InputError, load_json, read_jsonl
+from sdr.outputs import output_folder, safe_name
 
 SPEC_FILE, EXAMPLES_FILE, TEXTS_FILE = "run_spec.json", "examples.jsonl", "texts.json"
 SPEC_FORMAT = 1
@@ -136,6 +137,11 @@ def read_run_spec(folder: str | Path):
     if unknown or not isinstance(encoder_options.get("name_or_path"), str):
         raise InputError(f"{spec_path}: 'encoder' needs 'name_or_path' (a string) and may hold {ENCODER_OPTIONS}; "
                          f"unknown: {unknown}")
+    for key, default in (("examples", EXAMPLES_FILE), ("texts", TEXTS_FILE)):  # names from data: inside the folder
+        try:
+            safe_name(spec.get(key, default), f"{spec_path}: {key!r}")
+        except ValueError as error:
+            raise InputError(str(error)) from None
     config_fields = {f.name for f in fields(TrainConfig)}
     unknown = sorted(set(spec["config"]) - config_fields)
     if unknown:
@@ -236,6 +242,7 @@ def train_run(folder: str | Path, progress: bool | None = None):
     from sdr.train import Trainer
 
     encoder_options, examples, objective, config = read_run_spec(folder)
+    run_outputs(folder, encoder_options).check()  # before the model loads: what training writes, checked
     device = init_distributed()
     options = dict(encoder_options)
     encoder = Encoder.load(options.pop("name_or_path"), device=str(device), **options)
@@ -245,10 +252,26 @@ def train_run(folder: str | Path, progress: bool | None = None):
     return Trainer(encoder, examples, objective, config, output_dir=folder, resume=True).fit()
 
 
+def run_outputs(folder: str | Path, encoder_options: Mapping):
+    """What a run writes in its folder, for the output layer (:class:`sdr.outputs.Outputs`): ``checkpoint.pt``
+    (rewritten at every checkpoint) and ``model/``, never over the spec's files or the model it starts from,
+    never through a link, writable before the model is loaded."""
+    from sdr.outputs import Outputs
+
+    folder = Path(folder)
+    spec = load_json(folder / SPEC_FILE, "a run spec written by sdr.train.write_run_spec")
+    start = Path(str(encoder_options.get("name_or_path", "")))
+    inputs = {SPEC_FILE: folder / SPEC_FILE, "examples": folder / spec.get("examples", EXAMPLES_FILE),
+              "texts": folder / spec.get("texts", TEXTS_FILE), "the start model": start if start.exists() else None}
+    return Outputs(inputs=inputs, outputs={"RUN_FOLDER checkpoint.pt": folder / "checkpoint.pt"},
+                   stores={"RUN_FOLDER model/": folder / "model"}, maintained=["RUN_FOLDER checkpoint.pt"])
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "train", help="train one run from its run spec (sdr.train.write_run_spec); under torchrun on N GPUs")
-    parser.add_argument("run_folder", type=Path, help="the run folder holding run_spec.json")
+    parser.add_argument("run_folder", type=output_folder,
+                        help="the run folder holding run_spec.json (checkpoint.pt and model/ are written there)")
     parser.set_defaults(func=_train_command)
 
 

@@ -13,7 +13,6 @@ default and reports phrase counts with and without it.
 
 from __future__ import annotations
 
-import gzip
 import random
 import re
 from collections import Counter
@@ -22,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
+
+from sdr.jsonio import iter_lines
 
 DEFAULT_POS_PREFIXES: tuple[str, ...] = ("NN", "JJ", "RB")
 """Nouns, adjectives and adverbs (paper 004, §3.1), matched as prefixes of the LHS tag."""
@@ -107,35 +108,34 @@ def read_ppdb(
         raise FileNotFoundError(f"{path}: PPDB file not found (a PPDB 2.0 lexical pack, e.g. ppdb-2.0-s-lexical)")
     prefixes = tuple(pos_prefixes)
     relation_set = set(relations) if relations is not None else None
-    opener = gzip.open if path.suffix == ".gz" else open
     scored: dict[str, dict[str, float]] = {}
     report: Counter = Counter()
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for line_number, line in enumerate(tqdm(handle, desc=f"reading {path.name}", disable=not progress), start=1):
-            if not line.strip():
-                continue
-            rule = parse_ppdb_line(line, f"{path}:{line_number}")
-            report["rules"] += 1
-            if not rule.lhs.startswith(prefixes):
-                report["skipped_pos"] += 1
-                continue
-            if " " in rule.source or " " in rule.target:
-                report["skipped_not_single_word"] += 1
-                continue
-            if relation_set is not None and rule.entailment not in relation_set:
-                report["skipped_relation"] += 1
-                continue
-            score = rule.score
-            if min_score is not None and (score is None or score < min_score):
-                report["skipped_score"] += 1
-                continue
-            source, target = rule.source.lower(), rule.target.lower()
-            if source == target:
-                report["skipped_identity"] += 1
-                continue
-            best = scored.setdefault(source, {})
-            best[target] = max(best.get(target, float("-inf")), score if score is not None else 0.0)
-            report["kept"] += 1
+    # strict UTF-8 lines, .gz read whole or refused (a truncated one names the file)
+    for line_number, line in iter_lines(path, "PPDB 2.0 rules (' ||| '-separated)", progress=progress):
+        if not line.strip():
+            continue
+        rule = parse_ppdb_line(line, f"{path}:{line_number}")
+        report["rules"] += 1
+        if not rule.lhs.startswith(prefixes):
+            report["skipped_pos"] += 1
+            continue
+        if " " in rule.source or " " in rule.target:
+            report["skipped_not_single_word"] += 1
+            continue
+        if relation_set is not None and rule.entailment not in relation_set:
+            report["skipped_relation"] += 1
+            continue
+        score = rule.score
+        if min_score is not None and (score is None or score < min_score):
+            report["skipped_score"] += 1
+            continue
+        source, target = rule.source.lower(), rule.target.lower()
+        if source == target:
+            report["skipped_identity"] += 1
+            continue
+        best = scored.setdefault(source, {})
+        best[target] = max(best.get(target, float("-inf")), score if score is not None else 0.0)
+        report["kept"] += 1
     paraphrases = {source: [t for t, _ in sorted(targets.items(), key=lambda kv: (-kv[1], kv[0]))]
                    for source, targets in scored.items()}
     result = dict(report)

@@ -10,20 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from sdr.book import paths
-from sdr.parameters import load_yaml
 
 
 def load_profiles(path: Path | None = None) -> dict:
+    from sdr.jsonio import read_yaml
+    from sdr.parameters import YamlLoader
+
     path = Path(path or paths.PROFILES_FILE)
-    try:
-        profiles = load_yaml(path.read_text())
+    try:  # YAML 1.2 core semantics, strict UTF-8, no repeated keys; errors name the file and line
+        profiles = read_yaml(path, "the book's profiles (top-level keys chapters and profiles)", YamlLoader)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: profiles file not found") from None
-    except yaml.YAMLError as error:
-        raise ValueError(f"{path}: not valid YAML ({error})") from None
     if not isinstance(profiles, dict) or "profiles" not in profiles or "chapters" not in profiles:
         raise ValueError(f"{path}: expected top-level keys 'chapters' and 'profiles'")
     return profiles

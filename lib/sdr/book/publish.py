@@ -17,8 +17,6 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
-
 from sdr.book import paths
 from sdr.book.setup_cell import PLACEHOLDER_URL, add_setup_cell, repository, set_repository
 
@@ -28,8 +26,22 @@ BINDER_REQUIREMENTS = Path("requirements-cpu.lock")
 
 def published_chapters() -> list[str]:
     """The executed chapter files the pages are built from (``_toc.yml``), relative to the repository."""
-    toc = yaml.safe_load((paths.ROOT / "_toc.yml").read_text())
-    files = [entry["file"] for part in toc.get("parts", []) for entry in part.get("chapters", [])]
+    from sdr.jsonio import InputError, read_yaml
+
+    path = paths.ROOT / "_toc.yml"
+    what = "a Jupyter Book table of contents (parts: - chapters: - file: …)"
+    toc = read_yaml(path, what)
+    parts = toc.get("parts") if isinstance(toc, dict) else None
+    if not isinstance(parts, list) or not all(isinstance(part, dict) and isinstance(part.get("chapters", []), list)
+                                               for part in parts):
+        raise InputError(f"{path}: found {type(toc).__name__ if not isinstance(toc, dict) else sorted(toc)}; "
+                         f"expected {what}")
+    files = []
+    for part in parts:
+        for entry in part.get("chapters", []):
+            if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+                raise InputError(f"{path}: a chapter entry {str(entry)[:60]!r} has no 'file' text; expected {what}")
+            files.append(entry["file"])
     return [f"{f}.ipynb" for f in files if f.startswith("book/chapters/")]
 
 
@@ -62,7 +74,9 @@ def binder_requirements(lock_text: str) -> str:
         if name.startswith(("nvidia-", "triton", "cuda-")):
             continue
         if name == "torch":
-            version = stripped.split("==", 1)[1].split("+")[0]
+            version = stripped.split("==", 1)[1].split("+")[0].strip() if "==" in stripped else ""
+            if not re.fullmatch(r"[0-9][0-9A-Za-z.]*", version):
+                raise ValueError(f"requirements.lock: {stripped[:60]!r}: expected torch pinned as torch==VERSION")
             stripped = f"torch=={version}+cpu"
         lines.append(stripped)
     return "\n".join(lines) + "\n"
@@ -91,15 +105,22 @@ def _configure_command(args) -> int:
 
 
 def _binder_command(args) -> int:
-    expected = binder_requirements((paths.ROOT / "requirements.lock").read_text())
+    from sdr.jsonio import read_text
+    from sdr.outputs import Outputs
+
+    source = paths.ROOT / "requirements.lock"
+    expected = binder_requirements(read_text(source, "pinned requirements (name==version lines)"))
     target = paths.ROOT / BINDER_REQUIREMENTS
     if args.check:
         if not target.exists() or target.read_text() != expected:
             print(f"{target}: out of date with requirements.lock; run `sdr book-publish binder-lock`", file=sys.stderr)
             return 1
         return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(expected)
+    # the tracked file this command regenerates (maintained): never through a link, never over its source
+    outputs = Outputs(inputs={"requirements.lock": source}, outputs={str(BINDER_REQUIREMENTS): target},
+                      maintained=[str(BINDER_REQUIREMENTS)])
+    with outputs.commit() as staged:
+        staged[str(BINDER_REQUIREMENTS)].write_text(expected, encoding="utf-8")
     print(f"[sdr book-publish] {target}")
     return 0
 

@@ -49,9 +49,15 @@ def from_jsonable(value):
 
 def save_results(chapter: str, profile: str, tables: Mapping[str, pd.DataFrame], sources: Sequence[str],
                  extra: Mapping | None = None) -> Path:
-    """Store a chapter's tables (and any extra JSON-able values) for the summary page."""
-    path = paths.results_dir() / chapter / f"{profile}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Store a chapter's tables (and any extra JSON-able values) for the summary page.
+
+    ``chapter`` and ``profile`` become a folder and a file name in the results store, so each must be a plain
+    name (:func:`sdr.outputs.safe_name`: ``../cfs3/paper`` would write over another chapter's record); the record
+    is written through the output layer (inside the store, never through a link, atomically)."""
+    from sdr.outputs import safe_name, write_text
+
+    store = paths.results_dir()
+    path = store / safe_name(chapter, "chapter") / f"{safe_name(profile, 'profile')}.json"
     record = {
         "chapter": chapter,
         "profile": profile,
@@ -61,8 +67,7 @@ def save_results(chapter: str, profile: str, tables: Mapping[str, pd.DataFrame],
         "tables": jsonable(dict(tables)),
         "extra": jsonable(dict(extra or {})),
     }
-    path.write_text(json.dumps(record, indent=1))
-    return path
+    return write_text(path, json.dumps(record, indent=1), f"results store {chapter}/{profile}.json", within=store)
 
 
 def load_results(chapter: str | None = None, profile: str | None = None) -> list[dict]:

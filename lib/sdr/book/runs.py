@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from sdr.book.render import finish_notebook
 from sdr.book.results import jsonable, stored_record
 from sdr.book.setup_cell import setup_cells_command
 from sdr.book.status import STATUS_PAGE, write_status_page
+from sdr.outputs import output_file, output_folder
 
 
 # Fewer redraws while a chapter runs; the executed notebook keeps only each bar's final state anyway
@@ -43,8 +45,9 @@ def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None 
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
     parameters = chapter_parameters(chapter, profile, overrides, notebook=notebook)
     output_dir = Path(output_dir or paths.CHAPTERS_OUT)
-    output_dir.mkdir(parents=True, exist_ok=True)
     output = output_dir / f"{chapter}.ipynb"
+    chapter_outputs(chapter, notebook, output_dir).check()  # before papermill runs: never over notebooks/
+    output_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = chapter_fingerprint(chapter, profile, parameters, notebook)
     if not force and stored_fingerprint(output) == fingerprint:
         print(f"[sdr chapter] {chapter}: unchanged since its last execution (notebook, parameters, library, "
@@ -52,19 +55,38 @@ def run_chapter(chapter: str, profile: str = "smoke", overrides: Mapping | None 
     else:
         os.environ.update(KERNEL_ENVIRONMENT)  # the kernel inherits it
         os.environ.pop("SDR_INTERACTIVE_PROFILE", None)  # papermill's parameters, not an interactive profile
-        executing = output.with_name(f".{chapter}.executing.ipynb")  # a failed run keeps the previous page
+        # a failed run keeps the previous page; a fresh name of its own (no link planted there is followed)
+        handle, executing = tempfile.mkstemp(dir=output_dir, prefix=f".{chapter}.", suffix=".executing.ipynb")
+        os.close(handle)
+        executing = Path(executing)
         try:
             papermill.execute_notebook(str(notebook), str(executing), parameters=parameters, cwd=str(paths.ROOT),
                                        kernel_name="python3", progress_bar=progress, log_output=False)
         except BaseException:
-            if executing.exists():
+            if executing.exists() and executing.stat().st_size:
                 executing.replace(output.with_name(f"{chapter}.failed.ipynb"))
+            executing.unlink(missing_ok=True)
             raise
         write_executed(nbformat.read(executing, as_version=4), output, chapter, parameters,
                        fingerprint=fingerprint)
         executing.unlink()
     write_status_page(output_dir / STATUS_PAGE)
     return output
+
+
+def chapter_outputs(chapter: str, notebook: Path, output_dir: Path):
+    """What ``sdr chapter`` writes, for the output layer (:class:`sdr.outputs.Outputs`): the executed page, the
+    failed page and the status page, inside ``--output-dir``, which may not be ``notebooks/`` (nor hold or lie in
+    it, nor hold any tracked source file); the pages are regenerated on every execution (``maintained``)."""
+    from sdr.outputs import Outputs, safe_name
+
+    safe_name(chapter, "chapter")
+    files = {"--output-dir page": output_dir / f"{chapter}.ipynb",
+             "--output-dir failed page": output_dir / f"{chapter}.failed.ipynb",
+             "--output-dir status page": output_dir / STATUS_PAGE}
+    return Outputs(inputs={"notebook": notebook, "notebooks/": paths.NOTEBOOKS}, outputs=files,
+                   stores={"--output-dir": output_dir}, within={label: output_dir for label in files},
+                   maintained=files)
 
 
 def register(subparsers) -> None:
@@ -74,14 +96,15 @@ def register(subparsers) -> None:
     parser.add_argument("--profile", default="smoke", help="smoke, real or paper (profiles.yml)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                         help="override one parameter (repeatable)")
-    parser.add_argument("--output-dir", type=Path, default=None, help="default: book/chapters/")
+    parser.add_argument("--output-dir", type=output_folder, default=None,
+                        help="default: book/chapters/ (never notebooks/ nor a folder of source files)")
     parser.add_argument("--force", action="store_true",
                         help="execute even when nothing changed since the stored execution")
     parser.set_defaults(func=_chapter_command)
 
     setup = subparsers.add_parser("book-setup-cells",
                                   help="insert (or refresh) the Colab setup cell at the top of chapter notebooks")
-    setup.add_argument("notebooks", nargs="*", type=Path,
+    setup.add_argument("notebooks", nargs="*", type=output_file,
                        help="notebooks to update (default: every notebooks/*.ipynb)")
     setup.set_defaults(func=setup_cells_command)
 
@@ -125,11 +148,13 @@ def write_executed(notebook, path: Path, chapter: str, parameters: Mapping, resu
     """
     import nbformat
 
+    from sdr.outputs import write_text
+
     path = Path(path)
     record = stored_record(chapter, str(parameters.get("profile", "")), results)
     finish_notebook(notebook, chapter, parameters, record["sources"] if record else None, fingerprint)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, path)
+    text = nbformat.writes(notebook)
+    write_text(path, text if text.endswith("\n") else text + "\n", "executed page")  # atomic; never over a source
     write_status_page(path.parent / STATUS_PAGE, results)
     return path
 
@@ -210,8 +235,11 @@ def run_dir(chapter: str, profile: str, parameters: Mapping) -> Path:
     import hashlib
 
     canonical = json.dumps(jsonable(dict(parameters)), sort_keys=True, default=str)
+    from sdr.outputs import safe_name, write_text
+
     key = hashlib.sha256(canonical.encode()).hexdigest()[:12]
-    folder = paths.results_dir() / "runs" / chapter / profile / key
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "parameters.json").write_text(json.dumps(json.loads(canonical), indent=1, sort_keys=True))
+    store = paths.results_dir()
+    folder = store / "runs" / safe_name(chapter, "chapter") / safe_name(profile, "profile") / key
+    write_text(folder / "parameters.json", json.dumps(json.loads(canonical), indent=1, sort_keys=True),
+               "run folder parameters.json", within=store)
     return folder

@@ -15,8 +15,6 @@ import os
 import re
 from pathlib import Path
 
-import yaml
-
 from sdr.book import paths
 
 SETUP_TAG = "sdr-setup"
@@ -31,9 +29,15 @@ def repository() -> dict:
     """The book's repository (``_config.yml`` ``repository``: url, branch), read by the launch buttons and the
     setup cell alike, so a fork changes it in one place (the publish workflow sets it from ``GITHUB_REPOSITORY``).
     ``branch`` is the *published* branch the launch buttons open: the code plus the executed chapters."""
+    from sdr.jsonio import InputError, read_yaml
+
     path = paths.ROOT / CONFIG_FILE
-    config = yaml.safe_load(path.read_text())
+    config = read_yaml(path, "the book's Jupyter Book configuration (a mapping with repository: url, branch)")
+    if config is not None and not isinstance(config, dict):
+        raise InputError(f"{path}: found a YAML {type(config).__name__}; expected a mapping")
     spec = (config or {}).get("repository") or {}
+    if not isinstance(spec, dict):
+        raise InputError(f"{path}: repository is a YAML {type(spec).__name__}; expected a mapping with url, branch")
     if not spec.get("url"):
         raise ValueError(f"{path}: repository.url is missing (the launch buttons and the setup cell need it)")
     return {"url": str(spec["url"]).rstrip("/"), "branch": str(spec.get("branch") or "main")}
@@ -44,11 +48,14 @@ def set_repository(url: str, config: Path | None = None) -> Path:
     config = Path(config or paths.ROOT / CONFIG_FILE)
     if not re.fullmatch(r"https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", url.rstrip("/")):
         raise ValueError(f"{url!r}: expected https://github.com/OWNER/REPOSITORY")
+    from sdr.outputs import rewritten
+
     text = config.read_text()
     updated, count = re.subn(r"(?m)^(repository:\n(?:[ \t]+.*\n)*?[ \t]+url:[ \t]*).*$", rf"\g<1>{url.rstrip('/')}", text)
     if count != 1:
         raise ValueError(f"{config}: no `url:` line under `repository:` to set")
-    config.write_text(updated)
+    with rewritten(config, "_config.yml") as temporary:  # atomically, never through a link
+        temporary.write_text(updated)
     return config
 
 
@@ -161,8 +168,18 @@ def add_setup_cell(notebook_path: Path) -> bool:
 
 
 def setup_cells_command(args) -> int:
-    """``sdr book-setup-cells [NOTEBOOK …]``: add or refresh the setup and profile cells (default: every chapter)."""
+    """``sdr book-setup-cells [NOTEBOOK …]``: add or refresh the setup and profile cells (default: every chapter).
+    Every notebook is checked before any is rewritten: a regular ``.ipynb`` file, not a link."""
+    from sdr.outputs import UnsafeOutput, file_kind
+
     notebooks = args.notebooks or sorted(paths.NOTEBOOKS.glob("*.ipynb"))
+    for notebook in notebooks:
+        if Path(notebook).is_symlink():
+            raise UnsafeOutput(f"NOTEBOOKS {notebook}: is a symbolic link; notebooks are rewritten in place, never "
+                               f"through a link")
+        if Path(notebook).suffix != ".ipynb" or file_kind(notebook) is not None:
+            raise UnsafeOutput(f"NOTEBOOKS {notebook}: is {file_kind(notebook) or 'not an .ipynb file'}; expected "
+                               f"a chapter notebook (.ipynb) to update")
     for notebook in notebooks:
         changed = add_setup_cell(notebook)
         print(f"[sdr book-setup-cells] {notebook}: {'updated' if changed else 'already up to date'}")

@@ -97,7 +97,8 @@ def write_status_page(path: Path, results: Path | None = None) -> Path:
     """Write :func:`status_markdown` to ``path`` (only when it changed, so an unchanged book rebuilds fast)."""
     path = Path(path)
     text = status_markdown(results)
-    if not path.exists() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    if not path.exists() or path.is_symlink() or path.read_text() != text:
+        from sdr.outputs import write_text
+
+        write_text(path, text, "status page")  # atomically, never through a link, never over a source file
     return path

@@ -14,13 +14,15 @@ import json
 import sys
 from pathlib import Path
 
+from sdr.outputs import output_file
+
 
 def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``sdr cfs3 build``."""
     parser.add_argument("--phrasebank", required=True, type=Path,
                         help="Academic Phrasebank crawl directory (six <page>.json) or a label<TAB>name<TAB>phrase file")
     parser.add_argument("--sentences", required=True, type=Path, help='input JSONL, one {"id","text"} per line')
-    parser.add_argument("--out", required=True, type=Path, help="output JSONL of labelled sentences")
+    parser.add_argument("--out", required=True, type=output_file, help="output JSONL of labelled sentences")
     parser.add_argument("--n", type=int, default=5, help="n-gram length (paper: 5)")
     parser.add_argument("--ppdb", type=Path, default=None, help="PPDB 2.0 lexical file for phrase augmentation")
     parser.add_argument("--ppdb-per-phrase", type=int, default=None,
@@ -36,8 +38,8 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", action="store_true",
                         help="also write <out>_train.jsonl and <out>_valid.jsonl (stratified 4:1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and of PPDB sampling")
-    parser.add_argument("--stats", type=Path, default=None, help="write counts and per-label statistics as JSON")
-    parser.add_argument("--ngram-dict", type=Path, default=None, help="write the n-gram dictionary as JSON")
+    parser.add_argument("--stats", type=output_file, default=None, help="write counts and per-label statistics as JSON")
+    parser.add_argument("--ngram-dict", type=output_file, default=None, help="write the n-gram dictionary as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--force", action="store_true", help="replace output files that exist")
 

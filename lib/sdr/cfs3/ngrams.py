@@ -131,12 +131,14 @@ class NgramDictionary:
     def from_json(cls, path: str | Path) -> "NgramDictionary":
         """Read a dictionary written by :meth:`to_json`."""
         path = Path(path)
+        from sdr.jsonio import load_json
+
+        payload = load_json(path, "an n-gram dictionary {'n', 'label_names', 'ngrams'}")  # strict: no repeated key
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
             n = int(payload["n"])
             names = {int(k): str(v) for k, v in payload["label_names"].items()}
             labels = {tuple(k.split(" ")): int(v) for k, v in payload["ngrams"].items()}
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"{path}: expected {{'n', 'label_names', 'ngrams'}} as written by "
                              f"NgramDictionary.to_json ({error})") from None
         bad = [k for k in labels if len(k) != n]

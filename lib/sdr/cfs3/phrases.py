@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sdr.jsonio import load_json
+from sdr.jsonio import iter_lines, load_json
 
 PHRASEBANK_PAGES: tuple[str, ...] = (
     "introducing-work",
@@ -374,32 +374,32 @@ def read_phrase_tsv(path: str | Path) -> PhraseSet:
     label_names: dict[int, str] = {}
     seen: set[tuple[int, str]] = set()
     duplicates = 0
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if line_number == 1 and parts[0].strip().lower() == "label":
-                continue
-            if len(parts) != 3:
-                raise ValueError(f"{path}:{line_number}: expected 3 tab-separated fields "
-                                 f"label<TAB>name<TAB>phrase, got {len(parts)}")
-            label_text, name, text = (p.strip() for p in parts)
-            if not label_text.isdigit() or int(label_text) < 1:
-                raise ValueError(f"{path}:{line_number}: label {label_text!r}: expected a positive integer")
-            label = int(label_text)
-            if label in label_names and label_names[label] != name:
-                raise ValueError(f"{path}:{line_number}: label {label} named {name!r} but earlier "
-                                 f"{label_names[label]!r}")
-            if not text:
-                raise ValueError(f"{path}:{line_number}: empty phrase")
-            label_names[label] = name
-            if (label, text) in seen:
-                duplicates += 1
-                continue
-            seen.add((label, text))
-            phrases.append(Phrase(label, _normalise(text), "tsv"))
+    # strict UTF-8 lines (a byte-order mark is not part of the header), a bad byte names its line
+    for line_number, line in iter_lines(path, "label<TAB>name<TAB>phrase lines"):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if line_number == 1 and parts[0].strip().lower() == "label":
+            continue
+        if len(parts) != 3:
+            raise ValueError(f"{path}:{line_number}: expected 3 tab-separated fields "
+                             f"label<TAB>name<TAB>phrase, got {len(parts)}")
+        label_text, name, text = (p.strip() for p in parts)
+        if not label_text.isdigit() or int(label_text) < 1:
+            raise ValueError(f"{path}:{line_number}: label {label_text!r}: expected a positive integer")
+        label = int(label_text)
+        if label in label_names and label_names[label] != name:
+            raise ValueError(f"{path}:{line_number}: label {label} named {name!r} but earlier "
+                             f"{label_names[label]!r}")
+        if not text:
+            raise ValueError(f"{path}:{line_number}: empty phrase")
+        label_names[label] = name
+        if (label, text) in seen:
+            duplicates += 1
+            continue
+        seen.add((label, text))
+        phrases.append(Phrase(label, _normalise(text), "tsv"))
     report = {"source": str(path), "labels": len(label_names), "phrases": len(phrases), "duplicates": duplicates,
               "labels_without_phrases": []}
     return PhraseSet(phrases, dict(sorted(label_names.items())), report)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from sdr.jsonio import InputError, read_jsonl, require_file
+from sdr.jsonio import InputError, check_id, read_jsonl, require_file
 
 
 @dataclass
@@ -88,6 +88,7 @@ def read_sentences_jsonl(
             found = {key: json.dumps(record[key])[:40] for key in ("id", "text", "source") if key in record}
             raise InputError(f"{path}:{line_number}: found {found or sorted(record)}; expected {{'id': str, "
                              f"'text': str}} (and an optional 'source': str)")
+        check_id(identifier, "id", f"{path}:{line_number}")  # no surrounding whitespace, no path separator
         if identifier in first_line:
             raise InputError(f"{path}:{line_number}: id {identifier!r} again (first on line "
                              f"{first_line[identifier]}); expected each id once")

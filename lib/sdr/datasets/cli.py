@@ -12,6 +12,7 @@ import sys
 from sdr.datasets.download import DatasetUnavailable, fetch_any, fetch_model
 from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, DATASETS, REAL_PROFILE_DATA, get
 from sdr.datasets.status import chapter_status, status_table, verified_folder, verify
+from sdr.jsonio import file_kind
 
 
 def register(subparsers) -> None:
@@ -65,6 +66,7 @@ def _cli_fetch(args) -> int:
         raise ValueError("give a dataset NAME, --for CHAPTER, --real-profile or --model NAME")
     else:
         names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
+    check_fetch_targets(names)
     failed = []
     if args.chapter:
         for model in CHAPTER_MODELS.get(args.chapter, ()):
@@ -87,6 +89,18 @@ def _cli_fetch(args) -> int:
     return 0
 
 
+def check_fetch_targets(names) -> None:
+    """The download cache and each dataset's folder in it, through the output layer before anything is
+    downloaded: not a source folder of the repository, not a link, writable."""
+    from sdr.datasets.download import cache_dir
+    from sdr.outputs import Outputs
+
+    cache = cache_dir()
+    stores = {"$SDR_DATA_CACHE (the download cache)": cache}
+    stores.update({f"the cache folder of {name}": cache / get(name).folder for name in names})
+    Outputs(inputs={}, stores=stores).check()
+
+
 def _cli_status(args) -> int:
     rows = chapter_status(args.chapter)
     if args.json:
@@ -107,11 +121,13 @@ def _cli_status(args) -> int:
 def _cli_verify(args) -> int:
     folder = verified_folder(get(args.name))
     status = verify(args.name, folder)
-    states = ("ok", "mismatch", "missing", "absent", "unchecked")
+    states = ("ok", "mismatch", "missing", "absent", "unchecked", "special")
     counts = {s: sum(1 for v in status.values() if v == s) for s in states}
     print(f"{args.name}: {folder}")
     for path, state in status.items():
         if state in ("mismatch", "missing"):
             print(f"{state:<9} {folder / path}")
-    print(f"{args.name}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
-    return 1 if counts["mismatch"] or counts["missing"] else 0
+        elif state == "special":
+            print(f"{state:<9} {folder / path}: {file_kind(folder / path)}, not a regular file; not read")
+    print(f"{args.name}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "special"))
+    return 1 if counts["mismatch"] or counts["missing"] or counts["special"] else 0

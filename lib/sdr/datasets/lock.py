@@ -38,11 +38,9 @@ def read_lock() -> dict:
     path = lock_path()
     if not path.exists():
         return {}
-    try:
-        lock = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error.msg}, line {error.lineno}); expected "
-                         f"{{dataset: {{file: {{size, sha256}}}}}}") from None
+    from sdr.jsonio import load_json
+
+    lock = load_json(path, "{dataset: {file: {size, sha256}}}")  # strict: a repeated key is an error
     if not isinstance(lock, dict):
         raise ValueError(f"{path}: expected {{dataset: {{file: {{size, sha256}}}}}}")
     return lock

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sdr.datasets.download import DatasetUnavailable, _folder_with, _missing_message, cache_dir, locate
 from sdr.datasets.lock import read_lock, sha256_of
+from sdr.jsonio import file_kind
 from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, DATASETS, Dataset, fetch_command, get, paper_files
 
 
@@ -19,7 +20,8 @@ def verify(name: str | Dataset, folder: str | Path | None = None) -> dict[str, s
     """Check a dataset folder file by file: ``{path: "ok" | "mismatch" | "missing" | "absent" | "unchecked"}``.
 
     ``missing`` = a required file is not there; ``absent`` = an optional one is not there;
-    ``unchecked`` = present, but the registry has no digest for it. Without ``folder``: the located folder,
+    ``unchecked`` = present, but the registry has no digest for it; ``special`` = not a regular file (a FIFO, a
+    device, a link to ``/dev/zero``: never read, since hashing it would hang or never end). Without ``folder``: the located folder,
     else the first incomplete one that exists (``$SDR_DATA/<folder>``, then the cache), so the report names
     the files it lacks; :class:`DatasetUnavailable` only when there is no folder at all.
     """
@@ -28,8 +30,11 @@ def verify(name: str | Dataset, folder: str | Path | None = None) -> dict[str, s
     status = {}
     for data_file in dataset.files:
         path = folder / data_file.path
-        if not path.exists():
+        kind = file_kind(path)
+        if kind == "missing":
             status[data_file.path] = "missing" if data_file.required else "absent"
+        elif kind is not None:
+            status[data_file.path] = "special"
         elif not data_file.sha256:
             status[data_file.path] = "unchecked"
         else:

@@ -105,7 +105,9 @@ class EmbeddingCache:
         folder = self.root / key
         if not (folder / "entry.json").exists():
             return None
-        ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        from sdr.jsonio import load_json
+
+        ids = load_json(folder / "ids.json", "the cached ids (a JSON list)")
         if ids != [str(k) for k in texts]:
             raise ValueError(f"{folder}: the cached ids are not the texts' ids; delete the folder to re-embed")
         vectors = np.load(folder / "vectors.npy", mmap_mode="r")

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from sdr.jsonio import InputError, is_number, load_json, read_jsonl
+from sdr.jsonio import InputError, is_number, iter_lines, load_json, read_jsonl, record_id
 from sdr.corpus import Paper
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 from sdr.evaluate.ranking import (
@@ -87,10 +87,16 @@ def read_annotations(data_dir: str | Path, facet: str) -> dict[str, dict[str, in
             raise ValueError(
                 f"{path}: query {query}: {len(cands)} candidates but {len(grades)} relevance grades"
             )
-        bad = [g for g in grades if not isinstance(g, int) or not 0 <= g <= 3]
+        # a boolean is no grade (JSON's true is not 1: it would be scored as 1 silently)
+        bad = [g for g in grades if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g <= 3]
         if bad:
-            raise ValueError(f"{path}: query {query}: relevance grades must be integers 0-3, got {bad[:3]}")
-        annotations[str(query)] = {str(c): int(g) for c, g in zip(cands, grades)}
+            raise InputError(f"{path}: query {query}: relevance grades must be integers 0-3, got "
+                             f"{json.dumps(bad[:3])}")
+        where = f"{path}: query {query}"
+        cands = [record_id(c, "cands", where) for c in cands]
+        if len(set(cands)) != len(cands):
+            raise InputError(f"{where}: a candidate is judged twice; expected each candidate once")
+        annotations[record_id(query, "query", str(path))] = dict(zip(cands, grades))
     return annotations
 
 
@@ -521,38 +527,38 @@ def _parse_readable(path: Path) -> list[Paper]:
         )
 
     line_number = 0
-    with path.open(encoding="utf-8") as handle:
-        for line_number, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\n")
-            if not line.strip() or set(line.strip()) == {"="}:
+    # strict UTF-8 lines (a bad byte names its line), a byte-order mark dropped
+    for line_number, raw in iter_lines(path, "CSFCube readable annotations"):
+        line = raw.rstrip("\n")
+        if not line.strip() or set(line.strip()) == {"="}:
+            continue
+        match = _ID_LINE.match(line)
+        if match:
+            finish(line_number)
+            year = match["year"].strip()
+            current = {"pid": match["pid"], "year": int(year) if year.isdigit() else None,
+                       "title": None, "sentences": [], "labels": []}
+            continue
+        if current is None:
+            raise ValueError(f"{path}:{line_number}: expected 'paper_id: <id>; YEAR: <year>' first")
+        if line.startswith("TITLE: ") or line == "TITLE:":
+            current["title"] = line[len("TITLE:"):].strip()
+            continue
+        if line.startswith("ABSTRACT:"):
+            line = line[len("ABSTRACT:"):].strip()
+            if not line:
                 continue
-            match = _ID_LINE.match(line)
-            if match:
-                finish(line_number)
-                year = match["year"].strip()
-                current = {"pid": match["pid"], "year": int(year) if year.isdigit() else None,
-                           "title": None, "sentences": [], "labels": []}
-                continue
-            if current is None:
-                raise ValueError(f"{path}:{line_number}: expected 'paper_id: <id>; YEAR: <year>' first")
-            if line.startswith("TITLE: ") or line == "TITLE:":
-                current["title"] = line[len("TITLE:"):].strip()
-                continue
-            if line.startswith("ABSTRACT:"):
-                line = line[len("ABSTRACT:"):].strip()
-                if not line:
-                    continue
-            sentence = _SENTENCE_LINE.match(line)
-            if sentence:
-                current["labels"].append(sentence["label"])
-                current["sentences"].append(sentence["text"])
-            elif line.startswith(("adju relevance:", "difference:", "sources:")):
-                continue  # judgement details; the grades themselves come from test-pid2anns-*.json
-            else:
-                raise ValueError(
-                    f"{path}:{line_number}: expected '<facet>_label: sentence', 'TITLE:' or a judgement "
-                    f"line, got {line[:60]!r}"
-                )
+        sentence = _SENTENCE_LINE.match(line)
+        if sentence:
+            current["labels"].append(sentence["label"])
+            current["sentences"].append(sentence["text"])
+        elif line.startswith(("adju relevance:", "difference:", "sources:")):
+            continue  # judgement details; the grades themselves come from test-pid2anns-*.json
+        else:
+            raise ValueError(
+                f"{path}:{line_number}: expected '<facet>_label: sentence', 'TITLE:' or a judgement "
+                f"line, got {line[:60]!r}"
+            )
     finish(line_number)
     return papers
 
@@ -594,8 +600,7 @@ def read_queries(data_dir: str | Path) -> list[dict]:
     path = Path(data_dir) / "queries-release.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path}: file not found")
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = list(csv.DictReader(line for _, line in iter_lines(path, "CSFCube queries (CSV)")))
     for line_number, row in enumerate(rows, start=2):
         if not row.get("pid") or row.get("facet") not in FACETS:
             raise ValueError(f"{path}:{line_number}: expected columns pid,facet,year,title,paper type")

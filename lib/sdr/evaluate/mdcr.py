@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdr.jsonio import InputError, is_number, load_json
+from sdr.jsonio import InputError, is_number, load_json, record_id
 from sdr.evaluate.embeddings import MissingEmbeddings
 from sdr.evaluate.scidocs import l2_run, load_embeddings
 
@@ -65,6 +65,9 @@ def read_benchmark(path: str | Path) -> dict[str, dict[str, dict[str, list[str]]
             for name, ids in lists.items():
                 if not isinstance(ids, list):
                     raise ValueError(f"{path}: field {field!r}, query {query!r}: {name!r} must be a list")
+                where = f"{path}: field {field!r}, query {query!r}, {name!r}"
+                for candidate in ids:  # an id, not true/null/1.5 (str() would make them ids "True", "None")
+                    record_id(candidate, "candidate", where)
     return benchmark
 
 

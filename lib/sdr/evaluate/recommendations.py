@@ -36,7 +36,6 @@ deterministic for a seed on CPU.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ import numpy as np
 
 from sdr.evaluate.embeddings import MissingEmbeddings
 from sdr.evaluate.scidocs_layout import ScidocsPaths, load_embeddings
+from sdr.jsonio import InputError, is_number, iter_lines, load_json
 
 FEATURES = (
     "author_match", "position", "title_match", "embedding_cosine", "citation_overlap",
@@ -86,10 +86,10 @@ def read_clicks(path: str | Path) -> list[tuple[str, str, list[str]]]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: recommendations split not found")
     rows = []
-    with path.open(encoding="utf-8", newline="") as handle:
-        lines = handle.read().splitlines()
-    for line_number, line in enumerate(lines[1:], start=2):  # the first line is the header
-        if not line.strip():
+    what = "a recommendations split (header, then query_id,clicked_id,\"shown ids\")"
+    for line_number, line in iter_lines(path, what):  # strict UTF-8, a bad byte names its line
+        line = line.rstrip("\r\n")
+        if line_number == 1 or not line.strip():  # the first line is the header
             continue
         fields = next(csv.reader([line], delimiter=",", quotechar='"'))
         if len(fields) != 3:
@@ -106,10 +106,12 @@ def read_propensity(path: str | Path) -> np.ndarray:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: propensity scores not found")
-    try:
-        scores = np.asarray(json.loads(path.read_text(encoding="utf-8"))["scores"], dtype=np.float64)
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: expected a JSON object {{\"scores\": [numbers]}} ({error})") from None
+    what = 'propensity scores {"scores": [positive numbers]}'
+    payload = load_json(path, what, finite=True)
+    values = payload.get("scores") if isinstance(payload, dict) else None
+    if not isinstance(values, list) or not all(is_number(v) for v in values):
+        raise InputError(f"{path}: expected {what} (no booleans, strings or null)")
+    scores = np.asarray(values, dtype=np.float64)
     if scores.ndim != 1 or scores.size == 0 or np.any(scores <= 0):
         raise ValueError(f"{path}: 'scores' must be a non-empty list of positive numbers")
     return scores * len(scores) / scores.sum()
@@ -120,7 +122,7 @@ def read_paper_features(path: str | Path) -> dict[str, dict]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: recommendations paper metadata not found")
-    papers = json.loads(path.read_text(encoding="utf-8"))
+    papers = load_json(path, "recommendation paper metadata {paper id: {authors, references, cited_by, year}}")
     if not isinstance(papers, dict):
         raise ValueError(f"{path}: expected a JSON object keyed by paper id")
     for pid, record in papers.items():

@@ -33,7 +33,7 @@ import numpy as np
 from sdr.evaluate import recommendations
 from sdr.evaluate.embeddings import MissingEmbeddings
 from sdr.evaluate.scidocs_layout import PROXIMITY_TASKS, ScidocsPaths, load_embeddings  # noqa: F401 (re-exported)
-from sdr.jsonio import load_json
+from sdr.jsonio import iter_lines, load_json
 
 CLASSIFICATION_TASKS = ("mag", "mesh")
 
@@ -61,23 +61,23 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: qrel file not found")
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 4:
-                raise ValueError(
-                    f"{path}:{line_number}: expected 'query-id iteration paper-id relevance' "
-                    f"(4 fields), got {len(parts)}: {line.strip()!r}"
-                )
-            query_id, _iteration, doc_id, relevance = parts
-            try:
-                qrels.setdefault(query_id, {})[doc_id] = int(relevance)
-            except ValueError:
-                raise ValueError(
-                    f"{path}:{line_number}: relevance must be an integer, got {relevance!r}"
-                ) from None
+    # strict UTF-8 lines (a byte-order mark is not part of the first query id)
+    for line_number, line in iter_lines(path, "TREC qrels 'query-id iteration paper-id relevance'"):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 4:
+            raise ValueError(
+                f"{path}:{line_number}: expected 'query-id iteration paper-id relevance' "
+                f"(4 fields), got {len(parts)}: {line.strip()!r}"
+            )
+        query_id, _iteration, doc_id, relevance = parts
+        try:
+            qrels.setdefault(query_id, {})[doc_id] = int(relevance)
+        except ValueError:
+            raise ValueError(
+                f"{path}:{line_number}: relevance must be an integer, got {relevance!r}"
+            ) from None
     if not qrels:
         raise ValueError(f"{path}: no qrels in file")
     return qrels
@@ -93,17 +93,17 @@ def read_labels_csv(path: str | Path) -> list[tuple[str, str]]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: classification split not found")
     rows: list[tuple[str, str]] = []
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None or len(header) != 2:
-            raise ValueError(f"{path}:1: expected a header of two columns 'pid,class_label', got {header}")
-        for line_number, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) != 2 or not row[0].strip():
-                raise ValueError(f"{path}:{line_number}: expected 'pid,class_label', got {row}")
-            rows.append((row[0].strip(), row[1].strip()))
+    # strict UTF-8 lines (a byte-order mark is not part of the header)
+    reader = csv.reader(line for _, line in iter_lines(path, "a MAG/MeSH split 'pid,class_label'"))
+    header = next(reader, None)
+    if header is None or len(header) != 2:
+        raise ValueError(f"{path}:1: expected a header of two columns 'pid,class_label', got {header}")
+    for line_number, row in enumerate(reader, start=2):
+        if not row:
+            continue
+        if len(row) != 2 or not row[0].strip():
+            raise ValueError(f"{path}:{line_number}: expected 'pid,class_label', got {row}")
+        rows.append((row[0].strip(), row[1].strip()))
     if not rows:
         raise ValueError(f"{path}: no rows after the header")
     return rows
@@ -356,7 +356,7 @@ def split_paper_ids(data_dir: str | Path, split: str) -> set[str]:
     ids: set[str] = set()
 
     def has_lines(path: Path, header: int = 0) -> bool:  # a split a replica left empty names no paper
-        return path.exists() and sum(1 for line in path.open(encoding="utf-8") if line.strip()) > header
+        return path.exists() and sum(1 for _, line in iter_lines(path) if line.strip()) > header
 
     for task in PROXIMITY_TASKS:
         if has_lines(paths.qrel(task, split)):

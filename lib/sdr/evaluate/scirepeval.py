@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
@@ -39,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdr.jsonio import read_jsonl
+from sdr.jsonio import InputError, iter_lines, read_jsonl, record_id
 from sdr.evaluate.embeddings import MissingEmbeddings
 from sdr.evaluate.scidocs import load_embeddings, trec_metrics
 
@@ -148,9 +149,8 @@ def split_path(folder: Path, split: str) -> Path | None:
 
 def read_rows(path: Path) -> list[dict]:
     """Rows of a JSONL or CSV split; a malformed JSONL line names file and line."""
-    if path.suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as handle:
-            return list(csv.DictReader(handle))
+    if path.suffix == ".csv":  # strict UTF-8 lines, a byte-order mark dropped (not part of the first column)
+        return list(csv.DictReader(line for _, line in iter_lines(path, "a SciRepEval CSV split")))
     return [record for _, record in read_jsonl(path, "one JSON object per row", allow_empty=True)]
 
 
@@ -194,10 +194,20 @@ def read_qrels_rows(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     for index, row in enumerate(read_rows(path)):
         _require(row, ["query_id", "cand_id", "score"], path, index)
-        try:
-            qrels.setdefault(str(row["query_id"]), {})[str(row["cand_id"])] = int(float(row["score"]))
+        score = row["score"]
+        try:  # a whole number (JSON or CSV text); a boolean or 2.7 would be scored as 1 or 2 silently
+            value = float(score) if not isinstance(score, bool) else math.nan
         except (TypeError, ValueError):
-            raise ValueError(f"{path}: row {index + 1}: score must be a number, got {row['score']!r}") from None
+            value = math.nan
+        if not math.isfinite(value) or value != int(value):
+            raise InputError(f"{path}: row {index + 1}: score is {json.dumps(score)[:40]}; expected a whole-number "
+                             f"relevance grade")
+        where = f"{path}: row {index + 1}"
+        query, candidate = record_id(row["query_id"], "query_id", where), record_id(row["cand_id"], "cand_id", where)
+        grades = qrels.setdefault(query, {})
+        if candidate in grades:
+            raise InputError(f"{where}: query {query!r}, candidate {candidate!r} graded again; expected each pair once")
+        grades[candidate] = int(value)
     if not qrels:
         raise ValueError(f"{path}: no qrels")
     return qrels

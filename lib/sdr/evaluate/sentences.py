@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sdr.jsonio import InputError, read_jsonl, record_id
+from sdr.jsonio import InputError, iter_lines, read_jsonl, record_id
 from sdr.evaluate.embeddings import MissingEmbeddings, read_embeddings
 
 # data/cf-sentence-dataset/convert.py of kaisugi/rhetorical_aspect_embeddings
@@ -76,22 +76,20 @@ def read_pubmed_rct(path: str | Path) -> list[LabelledSentence]:
     Ids are ``<PMID>_<sentence index>``.
     """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: file not found")
     items, pmid, index = [], None, 0
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("###"):
-                pmid, index = line[3:].strip(), 0
-                continue
-            parts = line.split("\t", 1)
-            if len(parts) != 2 or pmid is None:
-                raise ValueError(f"{path}:{line_number}: expected '###<PMID>' then 'LABEL<TAB>sentence' lines")
-            items.append(LabelledSentence(f"{pmid}_{index}", parts[1], parts[0]))
-            index += 1
+    # strict UTF-8 lines; a bad byte names its line
+    for line_number, line in iter_lines(path, "PubMed-RCT text ('###<PMID>', 'LABEL<TAB>sentence')"):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("###"):
+            pmid, index = line[3:].strip(), 0
+            continue
+        parts = line.split("\t", 1)
+        if len(parts) != 2 or pmid is None:
+            raise ValueError(f"{path}:{line_number}: expected '###<PMID>' then 'LABEL<TAB>sentence' lines")
+        items.append(LabelledSentence(f"{pmid}_{index}", parts[1], parts[0]))
+        index += 1
     return items
 
 
@@ -114,18 +112,16 @@ def read_cf_sentences(
             if section not in CF_SECTION_OFFSETS:
                 raise ValueError(f"unknown CF section {section!r}; expected one of {tuple(CF_SECTION_OFFSETS)}")
             path = folder / f"{split}.{discipline}.{section}"
-            if not path.exists():
-                raise FileNotFoundError(f"{path}: file not found")
-            with path.open(encoding="utf-8") as handle:
-                for line_number, line in enumerate(handle, start=1):
-                    line = line.strip()
-                    if not line:
-                        continue
-                    parts = line.split("\t", 1)
-                    if len(parts) != 2 or not parts[0].lstrip("-").isdigit():
-                        raise ValueError(f"{path}:{line_number}: expected 'integer label<TAB>sentence'")
-                    label = int(parts[0]) + CF_SECTION_OFFSETS[section]
-                    items.append(LabelledSentence(f"{discipline}.{section}:{line_number}", parts[1], str(label)))
+            # strict UTF-8 lines; a bad byte names its line
+            for line_number, line in iter_lines(path, "CF sentences ('label<TAB>sentence')"):
+                line = line.strip()
+                if not line:
+                    continue
+                parts = line.split("\t", 1)
+                if len(parts) != 2 or not parts[0].lstrip("-").isdigit():
+                    raise ValueError(f"{path}:{line_number}: expected 'integer label<TAB>sentence'")
+                label = int(parts[0]) + CF_SECTION_OFFSETS[section]
+                items.append(LabelledSentence(f"{discipline}.{section}:{line_number}", parts[1], str(label)))
     return items
 
 
@@ -159,7 +155,7 @@ def read_labels(path: str | Path) -> dict[str, str]:
         key = record_id(record["id"], "id", where)
         if key in labels:
             raise InputError(f"{where}: duplicate id {key!r}; expected each id once")
-        labels[key] = record_id(record["label"], "label", where)
+        labels[key] = record_id(record["label"], "label", where, path_safe=False)
     if not labels:
         raise InputError(f"{path}: no labels in file; expected {{'id', 'label'}} lines")
     return labels

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from sdr import embed
+from sdr.outputs import output_folder
 
 LEADERBOARD_OF = {"csfcube": "csfcube", "csabstruct": "csabstruct", "scidocs": "scidocs"}
 """Benchmarks with a leaderboard on the Summary page (:data:`sdr.book.BENCHMARKS`); the others are reported only."""
@@ -61,10 +62,13 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
                    device: str = "auto", batch_size: int = 32, csfcube_queries: str = "abstract",
                    download: bool = False, embeddings_dir: str | Path | None = None, progress: bool = False,
                    n_jobs: int = 1, cache: bool | str | Path = True, lengths: Mapping[str, int] | None = None,
-                   normalize: bool | None = None) -> dict:
+                   normalize: bool | None = None, force: bool = False,
+                   results_store: str | Path | None = None) -> dict:
     """Embed and score ``model`` on ``benchmarks`` (None: every benchmark whose data is found, the others listed
     under ``"skipped"`` with the reason; named benchmarks must all have data). ``data_dirs`` overrides a
-    benchmark's folder. ``embeddings_dir`` also writes each benchmark's vectors as ``<benchmark>.jsonl``.
+    benchmark's folder. ``embeddings_dir`` also writes each benchmark's vectors as ``<benchmark>.jsonl`` (an
+    existing file is replaced only with ``force``; see :func:`check_outputs`). ``results_store``: the store the
+    caller will write the rows to, checked with the other outputs before any model is loaded.
     ``cache`` (default on; a folder to use another than ``$SDR_DATA_CACHE/embeddings``) reads each benchmark's
     vectors back from :class:`sdr.evaluate.cache.EmbeddingCache` when the same model, texts and reading settings
     were embedded before, and stores them otherwise; ``"cached"`` lists the benchmarks read back. ``lengths``
@@ -94,6 +98,7 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
             skipped[name] = str(error)
     if not located:
         raise FileNotFoundError("no benchmark data found: " + "; ".join(skipped.values()))
+    outputs = check_outputs(located, model, embeddings_dir, results_store, force)
     encoder = embed.load_model(model, max_length, pooling, layers, device, normalize)
     store_cache, identity, cached = None, None, []
     if cache:
@@ -127,7 +132,7 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
             if store_cache is not None:
                 store_cache.save(key, vectors, covers)
         if embeddings_dir is not None:
-            _write(Path(embeddings_dir), inputs, vectors)
+            _write(outputs, inputs, vectors)
         result, metrics = score(inputs, vectors, progress, n_jobs)
         scored[name] = {"data": str(inputs.data), "inputs": inputs.report, "vectors": len(vectors),
                         "result": result, "leaderboard_metrics": metrics, "max_length": encoder.max_length,
@@ -150,14 +155,47 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
             "model_identity": identity}
 
 
-def _write(folder: Path, inputs: embed.Inputs, vectors: Mapping[str, np.ndarray]) -> None:
+def _embedding_files(folder: Path, benchmark: str) -> dict[str, Path]:
+    files = {f"--embeddings-dir {benchmark}.jsonl": folder / f"{benchmark}.jsonl"}
+    if benchmark in ("csabstruct", "pubmed_rct"):
+        files[f"--embeddings-dir {benchmark}.labels.jsonl"] = folder / f"{benchmark}.labels.jsonl"
+    return files
+
+
+def check_outputs(located: Mapping[str, Path], model: str, embeddings_dir: str | Path | None,
+                  results_store: str | Path | None, force: bool) -> "Outputs":
+    """Every file ``evaluate all`` may write, checked before the model is loaded (:class:`sdr.outputs.Outputs`):
+    no vectors file over a benchmark's data or the model, none replaced without ``force``, each inside its folder
+    and writable; the results store not a source folder nor holding the data."""
+    from sdr.outputs import Outputs
+
+    inputs = {f"{name} data": path for name, path in located.items()}
+    inputs["--model"] = embed.model_folder(model)
+    files: dict[str, Path] = {}
+    within: dict[str, Path] = {}
+    if embeddings_dir is not None:
+        folder = Path(embeddings_dir)
+        for name in located:
+            for label, path in _embedding_files(folder, name).items():
+                files[label], within[label] = path, folder
+    return Outputs(inputs=inputs, outputs=files, force=force, within=within,
+                   stores={"--embeddings-dir": embeddings_dir, "results store": results_store}).check()
+
+
+def _write(outputs, inputs: embed.Inputs, vectors: Mapping[str, np.ndarray]) -> None:
     from sdr.evaluate.embeddings import write_embeddings
     from sdr.evaluate.sentences import LabelledSentence, write_labels
+    from sdr.outputs import Outputs
 
-    write_embeddings(folder / f"{inputs.benchmark}.jsonl", vectors)
-    if inputs.labels is not None:
-        write_labels(folder / f"{inputs.benchmark}.labels.jsonl",
-                     [LabelledSentence(i, inputs.texts[i], label) for i, label in inputs.labels.items()])
+    files = _embedding_files(outputs.stores["--embeddings-dir"], inputs.benchmark)
+    one = Outputs(outputs.inputs, files, outputs.force, within={label: outputs.stores["--embeddings-dir"]
+                                                              for label in files})
+    with one.commit() as staged:
+        label = next(iter(files))
+        write_embeddings(staged[label], vectors)
+        if inputs.labels is not None:
+            write_labels(staged[f"--embeddings-dir {inputs.benchmark}.labels.jsonl"],
+                         [LabelledSentence(i, inputs.texts[i], label) for i, label in inputs.labels.items()])
 
 
 def method_name(outcome: Mapping, name: str | None = None) -> str:
@@ -299,10 +337,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=_data_dir, action="append", default=[], metavar="BENCHMARK=PATH",
                         help="a benchmark's folder (paragraphs: its chunks JSONL) instead of the located one "
                              "(repeatable)")
-    parser.add_argument("--embeddings-dir", type=Path, default=None,
-                        help="also write each benchmark's vectors there as <benchmark>.jsonl")
+    parser.add_argument("--embeddings-dir", type=output_folder, default=None,
+                        help="also write each benchmark's vectors there as <benchmark>.jsonl (never over the data)")
+    parser.add_argument("--force", action="store_true", help="replace vectors files that exist in --embeddings-dir")
     parser.add_argument("--profile", default="real",
-                        help="the results-store profile the rows join (default real: the Summary of make book)")
+                        help="the results-store profile the rows join (default real: the Summary of make book; a "
+                             "plain name, it becomes a file name)")
     parser.add_argument("--name", default=None, help="the rows' method name (default: model · pooling · tokens)")
     parser.add_argument("--training", default=DEFAULT_TRAINING,
                         help='the rows\' training budget ("external: …" keeps them out of the trained-row checks)')
@@ -317,6 +357,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     """``sdr evaluate all …`` → ``{"method", "stored", …evaluate_model's output}``."""
+    from sdr.book import paths
+    from sdr.outputs import safe_name
+
+    embed.check_run_options(args)
+    if not args.no_store:
+        safe_name(args.profile, "--profile")  # a file name in the results store: no path from a name
+    if args.n_jobs < 1:
+        raise ValueError(f"--n-jobs {args.n_jobs}: expected a positive number of parallel jobs")
     benchmarks = None
     if args.benchmarks is not None:
         benchmarks = [name.strip() for name in args.benchmarks.split(",") if name.strip()]
@@ -327,6 +375,7 @@ def run(args: argparse.Namespace) -> dict:
                              layers=args.layers, device=args.device, batch_size=args.batch_size,
                              csfcube_queries=args.csfcube_queries, download=args.download,
                              embeddings_dir=args.embeddings_dir, progress=sys.stderr.isatty(), n_jobs=args.n_jobs,
-                             cache=not args.no_cache, lengths=leaderboard_lengths(args.profile))
+                             cache=not args.no_cache, lengths=leaderboard_lengths(args.profile), force=args.force,
+                             results_store=None if args.no_store else paths.results_dir())
     stored = None if args.no_store else store(outcome, args.profile, args.name, args.data, args.training)
     return {"method": method_name(outcome, args.name), "stored": str(stored) if stored else None, **outcome}

@@ -11,6 +11,7 @@ from sdr.facets.files import split_file
 from sdr.facets.labels import OBJECTIVE_TARGETS
 from sdr.facets.splitters import ClassifierSplitter
 from sdr.jsonio import require_file
+from sdr.outputs import output_file
 
 
 def register(subparsers) -> None:
@@ -18,12 +19,13 @@ def register(subparsers) -> None:
     commands = parser.add_subparsers(dest="facets_command", required=True)
     train = commands.add_parser("train", help="train the sentence classifier on CSAbstruct and cache it")
     train.add_argument("--data-dir", default=None, help="CSAbstruct folder with train.jsonl (default: located)")
-    train.add_argument("--out", default=None, help=f"model file (default: {default_model_path()})")
+    train.add_argument("--out", type=output_file, default=None, help=f"model file (default: {default_model_path()})")
     train.add_argument("--force", action="store_true", help="replace the model file if it exists")
     train.set_defaults(func=_cli_train)
     split = commands.add_parser("split", help='split {"paper_id","title","abstract"} JSONL into facets')
     split.add_argument("abstracts", help="input JSONL")
-    split.add_argument("--out", required=True, help="output JSONL (input fields + background/method/result)")
+    split.add_argument("--out", type=output_file, required=True,
+                       help="output JSONL (input fields + background/method/result)")
     split.add_argument("--model", default=None, help="classifier file (default: the cached one, trained if absent)")
     split.add_argument("--objective-to", default="method", choices=OBJECTIVE_TARGETS,
                        help="facet of CSAbstruct 'objective' sentences (default: method = FLeW's 'contribution')")
@@ -43,17 +45,20 @@ def _cli_train(args) -> int:
     out = Path(args.out) if args.out else default_model_path()
     require_file(Path(data_dir) / "train.jsonl", "CSAbstruct train.jsonl")
     # checked before the minutes of training: not inside the data folder, not over a model without --force
-    Outputs(inputs={"--data-dir": data_dir}, outputs={"--out": out}, force=args.force).check()
-    model, path = train_classifier(data_dir, out)
-    print(json.dumps({"model": str(path), **model.trained_on}))
+    outputs = Outputs(inputs={"--data-dir": data_dir}, outputs={"--out": out}, force=args.force).check()
+    with outputs.commit() as staged:
+        model, _ = train_classifier(data_dir, staged["--out"])
+    print(json.dumps({"model": str(out), **model.trained_on}))
     return 0
 
 
 def _cli_split(args) -> int:
     from sdr.outputs import Outputs
 
-    Outputs(inputs={"ABSTRACTS": args.abstracts, "--model": args.model or default_model_path()},
-            outputs={"--out": args.out}, force=args.force).check()
+    cached = default_model_path()
+    trains = not args.model and not cached.exists()  # then the classifier is trained and cached first
+    Outputs(inputs={"ABSTRACTS": args.abstracts, "--model": args.model or (None if trains else cached)},
+            outputs={"--out": args.out, "model cache": cached if trains else None}, force=args.force).check()
     classifier = SentenceClassifier.load(args.model) if args.model else load_or_train()
     report = split_file(args.abstracts, args.out, ClassifierSplitter(classifier, args.objective_to),
                         skip_bad=args.skip_bad)

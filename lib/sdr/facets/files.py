@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from sdr.facets.splitters import Splitter
-from sdr.jsonio import InputError, SkippedLines, read_jsonl, require_file
+from sdr.jsonio import InputError, SkippedLines, check_id, read_jsonl, require_file
 
 
 ABSTRACTS_EXPECTED = "abstracts JSONL {'paper_id': str, 'title': str, 'abstract': str}"
@@ -44,6 +44,11 @@ def read_abstracts(path: str | Path, skipped: SkippedLines | None = None) -> lis
             bad("missing_abstract" if not isinstance(record.get("abstract"), str) else "bad_fields",
                 f"{where}: found {found or sorted(record)}; expected {{'paper_id': str, 'title': str, "
                 f"'abstract': str}}")
+            continue
+        try:
+            check_id(paper_id, "paper_id", where)  # no surrounding whitespace, no path separator
+        except InputError as error:
+            bad("bad_fields", str(error))
             continue
         if paper_id in first_line:
             bad("duplicate_id", f"{where}: paper_id {paper_id!r} again (first on line {first_line[paper_id]}); "

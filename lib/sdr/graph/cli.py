@@ -9,8 +9,9 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from sdr.graph.pbg import COMPARATOR_METRIC, GraphEmbeddingConfig
+from sdr.graph.pbg import COMPARATOR_METRIC, GraphEmbeddingConfig, check_dimension
 from sdr.graph.scale import embed_edge_files
+from sdr.outputs import output_file, output_folder
 
 
 def register(subparsers) -> None:
@@ -41,11 +42,12 @@ def register(subparsers) -> None:
                            help="PBG num_partitions (default: chosen from the node count and --memory-gb)")
     embedding.add_argument("--memory-gb", type=float, default=None,
                            help="memory budget in GiB (default: half of physical memory)")
-    embedding.add_argument("--work-dir", default=None,
-                           help="keep PBG's files there, with vectors.npy ([N, d] float32) and ids.txt")
-    embedding.add_argument("--out", default=None, help="embeddings JSONL to write (required without --work-dir; "
-                                                      "never one of the inputs)")
-    embedding.add_argument("--force", action="store_true", help="replace --out if it exists")
+    embedding.add_argument("--work-dir", type=output_folder, default=None,
+                           help="keep PBG's files there, with vectors.npy ([N, d] float32) and ids.txt (a new or "
+                                "empty folder, or --force; written whole at the end, removed on failure)")
+    embedding.add_argument("--out", type=output_file, default=None,
+                           help="embeddings JSONL to write (required without --work-dir; never one of the inputs)")
+    embedding.add_argument("--force", action="store_true", help="replace --out / --work-dir if they exist")
     embedding.add_argument("--json", action="store_true", help="print the report and link prediction as JSON")
     embedding.set_defaults(func=_cli_embed)
 
@@ -56,16 +58,21 @@ def _cli_embed(args) -> int:
     if args.out is None and args.work_dir is None:
         raise ValueError("sdr graph embed: give --out F.jsonl, --work-dir DIR or both")
     inputs = {("EDGES" if len(args.edges) == 1 else f"EDGES[{i}]"): path for i, path in enumerate(args.edges)}
-    outputs = Outputs(inputs=inputs, outputs={"--out": args.out}, force=args.force).check()
+    outputs = Outputs(inputs=inputs, outputs={"--out": args.out}, folders={"--work-dir": args.work_dir},
+                      force=args.force).check()
     config = GraphEmbeddingConfig(dimension=args.dim, epochs=args.epochs, comparator=args.comparator,
                                   undirected=args.undirected, learning_rate=args.lr, margin=args.margin,
                                   test_fraction=args.test_fraction, seed=args.seed, num_partitions=args.partitions,
                                   memory_budget_gb=args.memory_gb)
-    result = embed_edge_files(args.edges, config, work_dir=args.work_dir)
+    check_dimension(config)  # one node's vector must fit the memory budget: refused before any file is read
     written = []
-    if args.out:
-        with outputs.commit() as staged:
+    # PBG's files go to a temporary folder beside --work-dir, renamed into place with --out at the end; a
+    # failure or an interrupt removes them (no checkpoints left behind)
+    with outputs.commit() as staged:
+        result = embed_edge_files(args.edges, config, work_dir=staged.get("--work-dir"))
+        if args.out:
             result.save_jsonl(staged["--out"])
+    if args.out:
         written.append(str(args.out))
     if args.work_dir:
         written += [str(Path(args.work_dir) / "vectors.npy"), str(Path(args.work_dir) / "ids.txt")]

@@ -18,31 +18,41 @@ from typing import Union
 import numpy as np
 
 from sdr.corpus import CitationGraph
-from sdr.jsonio import InputError, iter_lines
+from sdr.jsonio import InputError, check_id, iter_lines
 
 
 Edge = Union[tuple[str, str], tuple[str, str, float]]
 
 
+MAX_WEIGHT = 2 ** 53
+"""The largest edge weight read: a repeat count beyond it is no exact integer (``1e300`` would wrap round in an
+integer cast and the edge would be dropped silently); it is an error instead."""
+
+
 def _tsv_edge(path: Path, line_number: int, text: str) -> tuple[str, str, float]:
-    """One ``citing<TAB>cited[<TAB>weight]`` line; a weight is a whole number of repeats >= 1 (a fractional weight
-    is an error, not rounded). Errors name the file and line."""
+    """One ``citing<TAB>cited[<TAB>weight]`` line; a weight is a whole number of repeats from 1 to
+    :data:`MAX_WEIGHT` (a fractional weight is an error, not rounded); ids are checked by
+    :func:`~sdr.jsonio.check_id` (no surrounding whitespace, no path separator). Errors name the file and line."""
     what = "'citing<TAB>cited' or 'citing<TAB>cited<TAB>weight' lines"
     parts = text.split("\t")
     if len(parts) not in (2, 3) or not parts[0].strip() or not parts[1].strip():
         raise InputError(f"{path}:{line_number}: found {text[:80]!r}; expected {what}")
+    where = f"{path}:{line_number}"
+    citing, cited = check_id(parts[0], "citing", where), check_id(parts[1], "cited", where)
     weight = 1.0
     if len(parts) == 3:
         try:
             weight = float(parts[2])
         except ValueError:
-            raise InputError(f"{path}:{line_number}: weight {parts[2][:40]!r}; expected a whole number of "
-                             f"repeats >= 1") from None
+            raise InputError(f"{where}: weight {parts[2][:40]!r}; expected a whole number of repeats >= 1") from None
+        if math.isfinite(weight) and weight > MAX_WEIGHT:
+            raise InputError(f"{where}: weight {parts[2].strip()[:40]!r} overflows a whole number of repeats "
+                             f"(at most {MAX_WEIGHT:,}); expected a small whole number >= 1")
         if not math.isfinite(weight) or weight < 1 or weight != int(weight):
-            raise InputError(f"{path}:{line_number}: weight {parts[2].strip()[:40]!r}; expected a whole number "
+            raise InputError(f"{where}: weight {parts[2].strip()[:40]!r}; expected a whole number "
                              f"of repeats >= 1 (fractional weights are not rounded: remove the line to leave "
                              f"the edge out)")
-    return parts[0].strip(), parts[1].strip(), weight
+    return citing, cited, weight
 
 
 def read_edges_tsv(path: str | Path) -> list[tuple[str, str, float]]:
@@ -94,18 +104,23 @@ def edges_of(source: Iterable[Edge] | CitationGraph) -> list[tuple[str, str, flo
 def _json_edge(path: Path, line_number: int, record: dict) -> list[tuple[str, str, float]] | None:
     """The edges of one JSON record (see :class:`EdgeFiles`); ``None`` for an S2AG record that misses an id."""
 
+    where = f"{path}:{line_number}"
+
     def node_id(value, key: str) -> str:
         if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
-            raise ValueError(f"{path}:{line_number}: {key!r} must be a paper id (string or integer), got {value!r}")
-        return str(value).strip()
+            raise InputError(f"{where}: {key!r} must be a paper id (string or integer), got {value!r}")
+        return check_id(str(value), key, where)
 
     if "citing" in record or "cited" in record:  # CitationGraph.to_jsonl, optional "weight"
         if "citing" not in record or "cited" not in record:
-            raise ValueError(f"{path}:{line_number}: a citation record needs both 'citing' and 'cited', got keys "
+            raise InputError(f"{where}: a citation record needs both 'citing' and 'cited', got keys "
                              f"{sorted(record)}")
         weight = record.get("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
-            raise ValueError(f"{path}:{line_number}: weight must be a finite number >= 0, got {weight!r}")
+            raise InputError(f"{where}: weight must be a finite number >= 0, got {weight!r}")
+        if weight > MAX_WEIGHT:
+            raise InputError(f"{where}: weight {weight:g} overflows a whole number of repeats (at most "
+                             f"{MAX_WEIGHT:,}); expected a small number >= 0")
         return [(node_id(record["citing"], "citing"), node_id(record["cited"], "cited"), float(weight))]
     if "citingcorpusid" in record or "citedcorpusid" in record:  # S2AG `citations` dataset
         citing, cited = record.get("citingcorpusid"), record.get("citedcorpusid")
@@ -114,10 +129,10 @@ def _json_edge(path: Path, line_number: int, record: dict) -> list[tuple[str, st
         return [(node_id(citing, "citingcorpusid"), node_id(cited, "citedcorpusid"), 1.0)]
     if "outbound_citations" in record:  # S2ORC 2020 metadata: paper_id -> each outbound citation
         if not isinstance(record["outbound_citations"] or [], list):
-            raise ValueError(f"{path}:{line_number}: 'outbound_citations' must be a list of paper ids")
+            raise InputError(f"{where}: 'outbound_citations' must be a list of paper ids")
         citing = node_id(record.get("paper_id"), "paper_id")
         return [(citing, node_id(cited, "outbound_citations"), 1.0) for cited in record["outbound_citations"] or []]
-    raise ValueError(f"{path}:{line_number}: expected a citation record: {{'citing', 'cited'[, 'weight']}} "
+    raise InputError(f"{where}: expected a citation record: {{'citing', 'cited'[, 'weight']}} "
                      f"(CitationGraph JSONL), {{'citingcorpusid', 'citedcorpusid'}} (S2AG citations) or "
                      f"{{'paper_id', 'outbound_citations'}} (S2ORC metadata); got keys {sorted(record)[:8]}")
 
@@ -143,16 +158,19 @@ class EdgeFiles:
     def __init__(self, paths: str | Path | Iterable[str | Path]):
         paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         self.paths: list[Path] = []
+        from sdr.jsonio import file_kind, require_file
+
+        what = "an edges file (TSV or JSONL)"
         for path in map(Path, paths):
             if path.is_dir():
-                files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+                files = sorted(p for p in path.iterdir() if not p.name.startswith(".") and not p.is_dir())
                 if not files:
                     raise FileNotFoundError(f"{path}: folder without edge files")
-                self.paths += files
-            elif path.is_file():
-                self.paths.append(path)
-            else:
+                self.paths += [require_file(p, what) for p in files]  # a FIFO or device among them: refused
+            elif file_kind(path) == "missing":
                 raise FileNotFoundError(f"{path}: no such edges file")
+            else:
+                self.paths.append(require_file(path, what))
         if not self.paths:
             raise FileNotFoundError("EdgeFiles: no edge files given")
         self.edges = 0
@@ -163,33 +181,36 @@ class EdgeFiles:
         return names
 
     def records(self, path: Path) -> Iterator[tuple[str, str, float]]:
-        """The edges of one file, in file order."""
-        from sdr.jsonio import open_text
+        """The edges of one file, in file order (strict UTF-8, a byte-order mark dropped, ``.gz`` read whole or
+        refused, JSON without repeated keys; errors name the file and line)."""
+        from sdr.jsonio import iter_lines, parse_json
 
         layout = None
-        with open_text(path) as handle:
-            for line_number, line in enumerate(handle, 1):
-                text = line.rstrip("\n").rstrip("\r")
-                stripped = text.strip()
-                if not stripped or (layout != "json" and stripped.startswith("#")):
-                    continue
-                if layout is None:
-                    layout = "json" if stripped.startswith("{") else "tsv"
-                if layout == "tsv":
-                    yield _tsv_edge(path, line_number, text)
-                    continue
-                try:
-                    record = json.loads(stripped)
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}:{line_number}: not valid JSON ({error.msg}, column {error.colno}); "
-                                     "expected one citation record a line") from None
-                if not isinstance(record, dict):
-                    raise ValueError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
-                edges = _json_edge(path, line_number, record)
-                if edges is None:
-                    self.unresolved += 1
-                    continue
-                yield from edges
+        what = "citation edges ('citing<TAB>cited[<TAB>weight]' lines or JSONL citation records)"
+        for line_number, line in iter_lines(path, what):
+            text = line.rstrip("\n").rstrip("\r")
+            stripped = text.strip()
+            if not stripped or (layout != "json" and stripped.startswith("#")):
+                continue
+            if layout is None:
+                layout = "json" if stripped.startswith("{") else "tsv"
+            if layout == "tsv":
+                yield _tsv_edge(path, line_number, text)
+                continue
+            try:
+                record = parse_json(stripped, finite=False)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{path}:{line_number}: not valid JSON ({error.msg}, column {error.colno}); "
+                                 "expected one citation record a line") from None
+            except ValueError as error:
+                raise InputError(f"{path}:{line_number}: {error}; expected one citation record a line") from None
+            if not isinstance(record, dict):
+                raise InputError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
+            edges = _json_edge(path, line_number, record)
+            if edges is None:
+                self.unresolved += 1
+                continue
+            yield from edges
 
     def chunks(self, size: int = 1_000_000) -> Iterator[tuple[list[str], list[str], np.ndarray]]:
         """``(citing ids, cited ids, weights)`` of up to ``size`` edges at a time, over every file."""

@@ -199,6 +199,13 @@ def _node_bytes(dimension: int) -> int:
     return 4 * dimension + 4
 
 
+#: The most times one edge may be repeated (weight × weight_scale): beyond it the repeats overflow exact integers
+#: (an int64 cast of 1e300 wraps round and the edge would be dropped) and could not be held anyway.
+MAX_REPEATS = 2 ** 53
+
+#: Bytes a training row costs in :func:`training_edges` (a Python tuple of two ints in a list)
+_ROW_BYTES = 120
+
 #: Bytes an edge costs while a bucket is deduplicated (lhs, rhs, weight, sort key, inverse, repeats).
 _BUCKET_EDGE_BYTES = 64
 #: Bytes an edge costs in a PBG edge chunk (lhs, rhs, rel as int64, plus the batch permutation).
@@ -245,6 +252,45 @@ def plan_partitions(n_nodes: int, n_edges: int, dimension: int, memory_budget_by
         bucket_bytes=math.ceil(n_edges / num_partitions ** 2) * _BUCKET_EDGE_BYTES,
         budget_bytes=budget,
     )
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / 2 ** 30:,.2f} GiB"
+
+
+def check_dimension(config: GraphEmbeddingConfig) -> None:
+    """Refuse a dimension whose single node (vector + row-Adagrad state) cannot fit the embeddings' half of
+    the memory budget, before any edge is read (``sdr graph embed --dim 2000000000``)."""
+    budget = _budget(config)
+    if _node_bytes(config.dimension) > budget / 2:
+        raise ValueError(f"--dim {config.dimension:,}: one node's vector and optimizer state take "
+                         f"{_gib(_node_bytes(config.dimension))}, more than the embeddings' half of the memory budget "
+                         f"({_gib(budget)}; --memory-gb); expected a dimension such as 768 (SciNCL)")
+
+
+def check_resources(plan: PartitionPlan, n_nodes: int, n_edges: int, config: GraphEmbeddingConfig,
+                    folder: Path, vectors_file: bool) -> None:
+    """Before PBG's files are written: the plan's embeddings fit the memory budget (even at one node per
+    partition they may not), and the disk under ``folder`` holds the checkpoint (written beside the previous
+    version while saving), the training buckets and, with ``vectors_file``, ``vectors.npy``."""
+    import shutil
+
+    node_bytes = _node_bytes(config.dimension)
+    if plan.embedding_bytes > plan.budget_bytes / 2:
+        raise ValueError(f"{n_nodes:,} nodes at dimension {config.dimension:,}: the embeddings PBG holds need "
+                         f"{_gib(plan.embedding_bytes)} in {plan.num_partitions} partition(s), more than half of the "
+                         f"memory budget ({_gib(plan.budget_bytes)}; --memory-gb, --partitions, --dim)")
+    needed = 2 * n_nodes * node_bytes + n_edges * (2 if config.undirected else 1) * 16
+    if vectors_file:
+        needed += n_nodes * 4 * config.dimension
+    probe = Path(folder)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if needed > free:
+        raise ValueError(f"{n_nodes:,} nodes at dimension {config.dimension:,} and {n_edges:,} edge lines need "
+                         f"about {_gib(needed)} on disk (checkpoints, buckets{', vectors.npy' if vectors_file else ''})"
+                         f" but {probe} has {_gib(free)} free; expected a smaller --dim or another --work-dir")
 
 
 def _partition_sizes(n_nodes: int, num_partitions: int) -> list[int]:
@@ -447,11 +493,21 @@ def training_edges(
         raise ValueError(f"graph.training_edges: {len(fractional)} edges have a weight that is no whole number of "
                          f"repeats, e.g. {citing}->{cited}: {weight} * weight_scale {config.weight_scale}; expected "
                          f"whole numbers (fractional weights are not rounded)")
+    too_many = [(edge, r) for edge, r in repeats.items() if r > MAX_REPEATS]
+    if too_many:
+        (citing, cited), r = too_many[0]
+        raise ValueError(f"graph.training_edges: edge {citing}->{cited} would be repeated {r:g} times (weight × "
+                         f"weight_scale), more than {MAX_REPEATS:,}; expected small whole-number weights")
     repeats = {edge: int(round(r)) for edge, r in repeats.items()}
     report.zero_weight_edges = sum(1 for r in repeats.values() if r == 0)
     repeats = {edge: r for edge, r in repeats.items() if r > 0}
     if not repeats:
         raise ValueError(f"graph.training_edges: all {len(weights)} edges have weight 0")
+    rows = sum(repeats.values()) * (2 if config.undirected else 1)
+    if rows * _ROW_BYTES > _budget(config) / 4:  # the rows are listed in memory below: bounded first
+        raise ValueError(f"graph.training_edges: the weights repeat the edges into {rows:,} training rows "
+                         f"(about {_gib(rows * _ROW_BYTES)}), more than a quarter of the memory budget "
+                         f"({_gib(_budget(config))}); expected smaller weights, or edge files (embed_edge_files)")
     ids = sorted({pid for edge in weights for pid in edge} | {str(n) for n in (nodes or ())})
     position = {pid: i for i, pid in enumerate(ids)}
     distinct = sorted(repeats)
@@ -513,6 +569,7 @@ def embed(
     test_rows = np.array([(position[a], position[b]) for a, b in test], dtype=np.int64).reshape(-1, 2)
     plan = plan_partitions(len(ids), len(train_rows), config.dimension, _budget(config), config.num_partitions)
     report.num_partitions = plan.num_partitions
+    check_resources(plan, len(ids), len(train_rows), config, Path(work_dir or tempfile.gettempdir()), False)
     started = time.perf_counter()
     with _quiet_pbg(verbose), tempfile.TemporaryDirectory(prefix="sdr-pbg-") as temporary:
         root = Path(work_dir) if work_dir is not None else Path(temporary)

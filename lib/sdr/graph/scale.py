@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from sdr.graph.edges import EdgeFiles
-from sdr.graph.pbg import (EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan, _bucket_key, _budget,
-                           _quiet_pbg, _save_bucket, _train_pbg, plan_partitions)
+from sdr.graph.pbg import (MAX_REPEATS, EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan,
+                           _bucket_key, _budget, _quiet_pbg, _save_bucket, _train_pbg, check_resources,
+                           plan_partitions)
 from sdr.jsonio import InputError
 
 
@@ -135,13 +136,13 @@ def write_buckets(
     root: str | Path,
     chunk_size: int = 1_000_000,
     say=None,
+    vectors_file: bool = False,
 ) -> Buckets:
     """Stream edge files into PBG's partitioned training buckets under ``root/train`` (the part of
     :func:`embed_edge_files` before training; memory: the node ids and one bucket of edges)."""
     say = say or (lambda message: None)
     started = time.perf_counter()
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
     files = EdgeFiles(paths)
     report = EmbeddingReport()
     node_ids = NodeIds()
@@ -152,6 +153,9 @@ def write_buckets(
     n_nodes, n_lines = len(node_ids), files.edges
     report.nodes, report.unresolved_edges = n_nodes, files.unresolved
     plan = plan_partitions(n_nodes, n_lines, config.dimension, _budget(config), config.num_partitions)
+    # memory and disk checked before any bucket or checkpoint is written (pass 1 wrote nothing)
+    check_resources(plan, n_nodes, n_lines, config, root, vectors_file)
+    root.mkdir(parents=True, exist_ok=True)
     partitions = report.num_partitions = plan.num_partitions
     report.phases["ids"] = time.perf_counter() - started
     started = time.perf_counter()
@@ -185,6 +189,9 @@ def write_buckets(
             unique_pairs, inverse = np.unique(pair, return_inverse=True)
             report.merged_duplicates += len(pair) - len(unique_pairs)
             scaled = np.bincount(inverse, weights=records["weight"]) * config.weight_scale
+            if np.any(scaled > MAX_REPEATS):  # an int64 cast would wrap round and drop the edge: refused
+                raise InputError(f"{files}: an edge's summed weight × weight_scale {config.weight_scale} is "
+                                 f"{scaled.max():g} repeats, more than {MAX_REPEATS:,}; expected small whole numbers")
             if np.any(np.abs(scaled - np.rint(scaled)) > 1e-9 * np.maximum(1.0, scaled)):
                 raise InputError(f"{files}: an edge's weight × weight_scale {config.weight_scale} is not a whole number "
                                  f"of repeats; fractional weights are not rounded (that would silently drop or add "
@@ -218,7 +225,13 @@ def write_buckets(
             test = np.sort(order[:test_counts[key]])
             test_parts.append(np.stack([deduped["lhs"][test], deduped["rhs"][test]], axis=1))
             train = deduped[np.sort(order[test_counts[key]:])]
-            rows = np.empty(int(train["repeats"].sum()), dtype=_SPILL)
+            n_rows = int(train["repeats"].sum())
+            if n_rows * _SPILL.itemsize > plan.budget_bytes / 4:  # bounded before the rows are allocated
+                raise InputError(f"{files}: the edge weights repeat one bucket's edges into {n_rows:,} training rows "
+                                 f"({n_rows * _SPILL.itemsize / 2 ** 30:,.2f} GiB), more than a quarter of the memory "
+                                 f"budget ({plan.budget_bytes / 2 ** 30:,.2f} GiB); expected smaller weights or more "
+                                 f"--partitions")
+            rows = np.empty(n_rows, dtype=_SPILL)
             rows["lhs"] = np.repeat(train["lhs"], train["repeats"])
             rows["rhs"] = np.repeat(train["rhs"], train["repeats"])
             rows["weight"] = 1.0
@@ -285,8 +298,8 @@ def embed_edge_files(
 
     with _quiet_pbg(verbose), tempfile.TemporaryDirectory(prefix="sdr-pbg-") as temporary:
         root = Path(work_dir) if work_dir is not None else Path(temporary)
-        root.mkdir(parents=True, exist_ok=True)
-        buckets = write_buckets(paths, config, root, chunk_size=chunk_size, say=say)
+        buckets = write_buckets(paths, config, root, chunk_size=chunk_size, say=say,
+                                vectors_file=work_dir is not None)
         node_ids, report = buckets.node_ids, buckets.report
         vectors_path = None
         if work_dir is not None:
