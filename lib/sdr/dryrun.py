@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from sdr import datasets
-from sdr.synthetic.s2_api import SyntheticGraphApi  # the Graph API of a synthetic corpus (also imported from here)
+from sdr.synthetic.s2_api import Faults, SyntheticGraphApi  # the Graph API of a synthetic corpus (also imported from here)
 
 FIXTURE_SEED = 7
 FIXTURE_PAPERS = 240
@@ -196,6 +196,13 @@ def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
     CitationFetcher(folder, client, progress=False).fetch(anchors)
 
 
+#: How the synthetic Graph API behaves for the mirror's fetches: as the real one does — 40-hex paper ids, pages of a
+#: few links with ``next``, some links to papers it could not resolve (null ``paperId``), 429s with ``Retry-After``
+#: as an HTTP date, 503s — so the fetcher's paging, retries and skips run in the dry run (its waits are not slept).
+GRAPH_API_HABITS = {"sha_ids": True, "page_size": 4, "null_paper_every": 6,
+                    "faults": Faults(rate_limit_every=9, retry_after_date=True, server_error_every=13)}
+
+
 def write_s2_citations_thesis(folder: Path, fixture: FixtureCorpus) -> None:
     """The thesis' Semantic Scholar pages, written by the real fetcher from the synthetic Graph API. The anchors are
     every third query of the triplets: the thesis' 136,820 anchors are a minority of the papers their pages reach,
@@ -203,7 +210,7 @@ def write_s2_citations_thesis(folder: Path, fixture: FixtureCorpus) -> None:
     from sdr.synthetic.s2_api import write_citation_pages
 
     anchors = list(dict.fromkeys(q for q, _, _ in fixture.triplets()))[::3]
-    write_citation_pages(fixture.train, folder, anchors=anchors, ids=fixture.corpus_ids)
+    write_citation_pages(fixture.train, folder, anchors=anchors, ids=fixture.corpus_ids, **GRAPH_API_HABITS)
 
 
 def write_flew_triplets(folder: Path, fixture: FixtureCorpus) -> None:
@@ -221,8 +228,8 @@ def write_s2ag_citations_flew(folder: Path, fixture: FixtureCorpus) -> None:
     from sdr.synthetic.s2_api import shared_queries
 
     anchors = [f"CorpusId:{fixture.corpus_ids[q]}" for q in shared_queries(fixture.train.graph)]
-    client = Client(rate=1e6, api_key="dry-run", transport=SyntheticGraphApi(fixture.train, fixture.corpus_ids),
-                    sleep=lambda s: None)
+    client = Client(rate=1e6, api_key="dry-run", sleep=lambda s: None, say=lambda message: None,
+                    transport=SyntheticGraphApi(fixture.train, fixture.corpus_ids, **GRAPH_API_HABITS))
     fetch_dataset(datasets.get("s2ag_citations_flew"), folder, progress=False, client=client, anchors=anchors)
 
 
@@ -406,6 +413,12 @@ def build_mirror(folder: str | Path, chapters=None, real_data: str | Path | None
         missing = [p for p in datasets.paper_files(dataset) if not (target / p).exists()]
         if missing:
             raise ValueError(f"fixture of {name} lacks files a paper run reads: {missing[:5]}")
+        if dataset.fetcher and not datasets.fetch_state(target).complete:
+            # written by a fixture writer that calls the fetcher's parts (or, for scirepeval_full, the replica
+            # writer): the completion record says so, as a fetch's own would say what it fetched
+            from sdr.fetchers.completion import write_record
+
+            write_record(target, name, f"dry-run fixture writer {WRITERS[name].__name__}", {})
         made[name] = "fixture"
     return made
 

@@ -24,10 +24,11 @@ from sdr.datasets.registry import (
     S2_CITATIONS_THESIS, SCICITE, SCICITE_FULL, SCIDOCS, SCIREPEVAL, SCIREPEVAL_CITE_PREDICTION, SCIREPEVAL_FULL,
     SPECTER_SAMPLE, SPECTER_TRAINING, SPECTER_WOL, fetch_command, get, paper_files,
 )
-from sdr.datasets.lock import expected_digest, lock_path, pin, read_lock, sha256_of
+from sdr.datasets.lock import (check_against_lock, expected_digest, git_blob_sha1, lock_entry, lock_path, pin,
+                               read_lock, sha256_of)
 from sdr.datasets.download import (
-    DOWNLOAD_TIMEOUT_S, DatasetUnavailable, cache_dir, data_root, fetch, fetch_any, fetch_model, is_complete,
-    locate, offline, resolve,
+    DOWNLOAD_TIMEOUT_S, DatasetUnavailable, cache_dir, data_root, fetch, fetch_any, fetch_model, fetch_state,
+    is_complete, locate, offline, partial_folder, resolve,
 )
 from sdr.datasets.status import chapter_status, paper_data_markdown, status_table, verified_folder, verify
 from sdr.datasets.policy import (
@@ -45,10 +46,11 @@ __all__ = [
     "SCIREPEVAL_CITE_PREDICTION", "SCIREPEVAL_FULL", "SPECTER_SAMPLE", "SPECTER_TRAINING", "SPECTER_WOL",
     "fetch_command", "get", "paper_files",
     # lock
-    "expected_digest", "lock_path", "pin", "read_lock", "sha256_of",
+    "check_against_lock", "expected_digest", "git_blob_sha1", "lock_entry", "lock_path", "pin", "read_lock",
+    "sha256_of",
     # download
     "DOWNLOAD_TIMEOUT_S", "DatasetUnavailable", "cache_dir", "data_root", "fetch", "fetch_any", "fetch_model",
-    "is_complete", "locate", "offline", "resolve",
+    "fetch_state", "is_complete", "locate", "offline", "partial_folder", "resolve",
     # status
     "chapter_status", "paper_data_markdown", "status_table", "verified_folder", "verify",
     # policy

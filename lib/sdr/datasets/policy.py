@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdr.datasets.download import (_MINILM_NAMES, DatasetUnavailable, _folder_with, _model_missing, fetch_any,
-                                   offline)
+                                   fetch_state, offline, partial_folder)
 from sdr.datasets.lock import sha256_of
 from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, Dataset, fetch_command, get, paper_files
 
@@ -235,6 +235,9 @@ class ChapterData:
                 reason = (f"not tried: offline ({offline_reason.split(': ', 1)[-1][:160]})" if offline_reason
                           else "not in $SDR_DATA or the cache, and downloads are off" if not self.download
                           else "not found")
+                partial = partial_folder(dataset)
+                if partial is not None:  # say how far an interrupted fetch got, and how to resume it
+                    reason += f"; {partial}: {fetch_state(partial).describe(dataset.name)}"
                 missing.append((dataset, reason))
                 continue
             self._prepared[name] = folder
