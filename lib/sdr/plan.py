@@ -221,7 +221,7 @@ class Work:
     and tokens per text (GPU hours from the measured training throughput); ``encode`` lines the texts embedded per
     run and tokens per text; ``graph``/``knn``/``svm`` lines their ``hours`` per run on ``hours_on`` (a CPU or a
     GPU, from the rate ``how`` states); ``fetch`` lines the bytes downloaded and requests made (at
-    ``requests_per_s``)."""
+    ``requests_per_s``), and for a bulk download its ``hours`` (:func:`sdr.fetchers.bulk.bulk_fetch_work`)."""
 
     part: str
     what: str
@@ -267,8 +267,8 @@ class Work:
 
     def other_hours(self) -> float:
         """CPU hours (graph, kNN and SVM work on a CPU) and network hours (fetches) of all its runs."""
-        if self.kind == "fetch":
-            return self.runs * self.requests / self.requests_per_s / 3600 if self.requests else 0.0
+        if self.kind == "fetch":  # requests at their rate, plus the hours a bulk download states (``hours``)
+            return self.runs * ((self.requests / self.requests_per_s / 3600 if self.requests else 0.0) + self.hours)
         if self.kind in ("graph", "knn", "svm") and self.hours_on == "CPU":
             return self.runs * self.hours
         return 0.0
