@@ -168,3 +168,10 @@ def test_a_chapter_switches_to_the_bulk_route_with_one_line(tmp_path, corpus, mo
 
 def ids_of(corpus):
     return corpus_ids(corpus)
+
+
+def test_the_registry_states_each_bulk_size_as_the_plan_computes_it():
+    for name in bulk.ROUTES:
+        plan = bulk.bulk_plan(name)
+        assert datasets.get(name).size.startswith(f"≈ {plan['bytes'] / 1e12:.2f} TB streamed"), name
+        assert datasets.get(name).fetcher == "bulk" and datasets.get(name).expected

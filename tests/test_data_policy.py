@@ -13,7 +13,8 @@ import pytest
 
 from sdr import datasets
 from sdr.cli import main as sdr_main
-from sdr.datasets import ChapterData, DataFile, Dataset, PaperDataMissing, ReplicaForbidden
+from sdr.datasets import ChapterData, DataFile, Dataset, DatasetUnavailable, PaperDataMissing, ReplicaForbidden
+from sdr.fetchers.http import NetworkError
 
 
 @pytest.fixture(autouse=True)
@@ -230,7 +231,7 @@ def _toy_fetcher(monkeypatch, fail_after=None):
             if (folder / f"part{number}.txt").exists():
                 continue
             if fail_after is not None and number >= fail_after[0]:
-                raise ConnectionResetError("the connection dropped")
+                raise NetworkError("https://api.example/parts", ConnectionResetError("the connection dropped"), 7)
             (folder / f"part{number}.txt").write_text(f"part {number}\n")
             status.update("parts", number + 1, 3, "parts")
         completion.write_record(folder, dataset.name, "toyfetch", {"parts": 3})
@@ -246,9 +247,12 @@ def _toy_fetcher(monkeypatch, fail_after=None):
 
 
 def test_a_partial_fetch_is_partial_and_the_paper_check_resumes_it(monkeypatch, isolated, capsys):
+    from sdr.fetchers.http import NetworkError  # noqa: F401  (raised by the toy fetcher)
+
     fail_after = [2]
     calls = _toy_fetcher(monkeypatch, fail_after)
-    with pytest.raises(ConnectionResetError):
+    with pytest.raises(DatasetUnavailable, match=r"fetched: download failed: .*network error after 7 attempts.*"
+                                                 r"partial: 2 of 3 parts"):
         datasets.fetch_any("fetched", progress=False)
     folder = isolated / "cache" / "fetched"
     assert (folder / "part0.txt").exists() and datasets.locate("fetched") is None  # files, but not complete
@@ -257,9 +261,11 @@ def test_a_partial_fetch_is_partial_and_the_paper_check_resumes_it(monkeypatch, 
     assert "partial" in out and "partial: 2 of 3 parts (parts" in out and "resume with `sdr data fetch fetched`" in out
     with pytest.raises(PaperDataMissing, match=r"partial: 2 of 3 parts .*resume with `sdr data fetch fetched`"):
         ChapterData("toychapter", "paper", download=False)
+    with pytest.raises(PaperDataMissing, match=r"download failed.*partial: 2 of 3 parts"):
+        ChapterData("toychapter", "paper", progress=False)  # the network still down: a stop, not a traceback
     fail_after[0] = 99  # the network is back: the check before training resumes the fetch
     data = ChapterData("toychapter", "paper", progress=False)
-    assert data.input("fetched").path == folder and len(calls) == 2
+    assert data.input("fetched").path == folder and len(calls) == 3
     assert sorted(p.name for p in folder.iterdir()) == ["_complete.json", "part0.txt", "part1.txt", "part2.txt"]
     record = json.loads((folder / "_complete.json").read_text())
     assert record["counts"] == {"parts": 3} and record["files"]["part2.txt"]["sha256"] == \

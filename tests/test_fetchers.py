@@ -458,3 +458,13 @@ def _status_rows(name):
         return datasets.chapter_status("_probe")
     finally:
         del datasets.CHAPTER_DATA["_probe"]
+
+
+def test_s2orc_fetch_begun_before_sizes_were_recorded_keeps_its_read_shards(tmp_path):
+    s2orc.fetch_full_text(["12871252", "33333"], tmp_path, client=client(_shard_listing_transport),
+                          opener=_gzipped_excerpt, progress=False)
+    (tmp_path / "shards_done.jsonl").unlink()
+    (tmp_path / "shards_done.txt").write_text("shard-0.gz\n")  # the earlier bookkeeping
+    again = s2orc.fetch_full_text(["12871252", "33333"], tmp_path, client=client(_shard_listing_transport),
+                                  opener=lambda url: pytest.fail("a read shard was opened again"), progress=False)
+    assert again["papers_kept"] == 2 and not (tmp_path / "shards_done.txt").exists()

@@ -289,7 +289,14 @@ def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True) -
         folder = cache_dir() / dataset.folder
         if force and folder.is_dir():
             shutil.rmtree(folder)
-        fetchers.fetch_dataset(dataset, folder, progress=progress)  # resumes a partial fetch in ``folder``
+        from sdr.fetchers.http import ApiError
+
+        try:
+            fetchers.fetch_dataset(dataset, folder, progress=progress)  # resumes a partial fetch in ``folder``
+        except ApiError as error:  # the API refused or the network failed: say how far it got, as one error
+            what = "download failed" if error.status == 0 else "fetch failed"
+            raise DatasetUnavailable(f"{dataset.name}: {what}: {error}; {fetch_state(folder).describe(dataset.name)}"
+                                     ) from None
         if not is_complete(dataset, folder):
             state = fetch_state(folder)
             raise DatasetUnavailable(f"{dataset.name}: the {dataset.fetcher} fetcher finished but {folder} is not "

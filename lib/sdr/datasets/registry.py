@@ -483,11 +483,11 @@ S2AG_BULK_FLEW = Dataset(
     licence="ODC-BY 1.0 (Semantic Scholar Academic Graph datasets)",
     source="Semantic Scholar Datasets API /release/{id}/dataset/{citations,papers,abstracts} (pre-signed shard links)",
     manual="`sdr data fetch s2ag_bulk_flew` with S2_API_KEY set (streams the citations, papers and abstracts shards "
-           "once, ≈ 0.4 TB, keeps the queries' links; resumable per shard)",
+           "once and keeps the queries' links; resumable per shard)",
     expected=("references.jsonl", "citations.jsonl", "papers.jsonl", "anchors.txt"),
     label="S2AG bulk citations with intents (FLeW queries)",
     fetcher="bulk",
-    size="≈ 0.45 TB streamed, a few GB kept",
+    size="≈ 0.44 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
 )
 
 S2AG_BULK_THESIS = Dataset(
@@ -500,11 +500,11 @@ S2AG_BULK_THESIS = Dataset(
     source="Semantic Scholar Datasets API /release/{id}/dataset/{citations,papers,abstracts}; the anchors' corpus ids "
            "through the Graph API /paper/batch",
     manual="`sdr data fetch s2ag_bulk_thesis` with S2_API_KEY set (two passes over the citations shards for the "
-           "references of references, ≈ 0.7 TB streamed; resumable per shard)",
+           "references of references; resumable per shard)",
     expected=("references.jsonl", "citations.jsonl", "papers.jsonl", "anchors.txt"),
     label="S2AG bulk citations with intents (thesis anchors)",
     fetcher="bulk",
-    size="≈ 0.75 TB streamed, a few GB kept",
+    size="≈ 0.74 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
 )
 
 S2ORC_CITATION_GRAPH = Dataset(
@@ -516,12 +516,12 @@ S2ORC_CITATION_GRAPH = Dataset(
     licence="ODC-BY 1.0 (Semantic Scholar Academic Graph datasets)",
     source="Semantic Scholar Datasets API /release/{id}/dataset/{s2orc,citations}",
     manual="`sdr data fetch s2orc_citation_graph` with S2_API_KEY set (reads the s2orc shards' corpus ids and every "
-           "citations shard, ≈ 0.6 TB streamed; resumable per shard); then `sdr graph embed "
+           "citations shard; resumable per shard); then `sdr graph embed "
            "$SDR_DATA_CACHE/s2orc_citation_graph/edges --work-dir DIR`",
     expected=("edges", "graph_stats.json"),
     label="S2ORC citation graph from the S2AG bulk citations",
     fetcher="bulk",
-    size="≈ 0.6 TB streamed, ≈ 5 GB kept",
+    size="≈ 0.56 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
 )
 
 _LABELS = {

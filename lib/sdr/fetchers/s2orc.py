@@ -101,6 +101,16 @@ def _shard_key(url: str, index: int) -> str:
 def _read_done(folder: Path, metadata_path: Path, parses_path: Path) -> set[str]:
     """The shards read before, with both output files cut back to their sizes after the last of them."""
     done_file = folder / "shards_done.jsonl"
+    legacy = folder / "shards_done.txt"  # a fetch begun before the sizes were recorded: its shards stay read
+    if legacy.exists() and not done_file.exists():
+        completion.cut_torn_line(legacy)
+        for path in (metadata_path, parses_path):
+            completion.cut_torn_line(path)
+        keys = legacy.read_text(encoding="utf-8").split()
+        sizes = {"metadata_bytes": metadata_path.stat().st_size if metadata_path.exists() else 0,
+                 "parses_bytes": parses_path.stat().st_size if parses_path.exists() else 0}
+        done_file.write_text("".join(json.dumps({"shard": key, **sizes}) + "\n" for key in keys), encoding="utf-8")
+        legacy.unlink()
     completion.cut_torn_line(done_file)
     entries = []
     if done_file.exists():

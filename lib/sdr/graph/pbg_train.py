@@ -11,11 +11,11 @@ from __future__ import annotations
 import sdr.graph.pbg  # noqa: F401  (the schema patch)
 
 
-def main() -> None:
+def _main() -> None:
     from torchbiggraph.train import main as pbg_main
 
     pbg_main()
 
 
 if __name__ == "__main__":
-    main()
+    _main()

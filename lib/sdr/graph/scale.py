@@ -309,7 +309,7 @@ def embed_edge_files(
 
 
 # ---------------------------------------------------------------------------------------------- several machines
-DISTRIBUTED_FILE = "distributed.json"
+_DISTRIBUTED_FILE = "distributed.json"
 
 
 def prepare_distributed(
@@ -357,7 +357,7 @@ def prepare_distributed(
         f"    return json.loads({json.dumps(json.dumps(settings, indent=1))})\n", encoding="utf-8")
     about = {"nodes": n_nodes, "num_partitions": plan.num_partitions, "machines": machines,
              "init_method": init_method, "config": asdict(config), "report": asdict(buckets.report)}
-    (root / DISTRIBUTED_FILE).write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")
+    (root / _DISTRIBUTED_FILE).write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")
     return [f"python -m sdr.graph.pbg_train {root / 'config.py'} --rank {rank}" for rank in range(machines)]
 
 
@@ -371,7 +371,7 @@ def collect_distributed(work_dir: str | Path, link_prediction: bool = True) -> G
     from sdr.graph.pbg import _read_vectors
 
     root = Path(work_dir).resolve()
-    about = json.loads((root / DISTRIBUTED_FILE).read_text(encoding="utf-8"))
+    about = json.loads((root / _DISTRIBUTED_FILE).read_text(encoding="utf-8"))
     pbg_config = ConfigFileLoader().load_config(str(root / "config.py"))
     n_nodes, partitions = int(about["nodes"]), int(about["num_partitions"])
     test_rows = np.load(root / "test_rows.npy")
