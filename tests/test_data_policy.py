@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 from sdr import datasets
 from sdr.cli import main as sdr_main
-from sdr.datasets import ChapterData, DataFile, Dataset, PaperDataMissing, ReplicaForbidden
+from sdr.datasets import ChapterData, DataFile, Dataset, DatasetUnavailable, PaperDataMissing, ReplicaForbidden
+from sdr.fetchers.http import NetworkError
 
 
 @pytest.fixture(autouse=True)
@@ -196,3 +198,114 @@ def test_cli_status_and_fetch_for_a_chapter(monkeypatch, isolated, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [(r["dataset"], r["state"]) for r in rows] == [("alpha", "present"), ("beta", "present")]
     assert all(r["unpinned"] == [] for r in rows)  # both pinned by their first download
+
+
+# ------------------------------------------------------------------------------------------- complete or say so
+def test_a_download_that_differs_from_its_pin_leaves_the_cache_as_it_was(monkeypatch, isolated):
+    upstream = toy_registry(monkeypatch, isolated, names=("alpha",))
+    put(upstream / "alpha", "version 1\n")
+    folder = datasets.fetch_any("alpha", progress=False)  # pinned in the lock file by its first download
+    put(upstream / "alpha", "version 2, changed upstream\n")
+    with pytest.raises(ValueError, match=r"differs from .*datasets.lock.json's pinned [0-9a-f]{64}; the file was not "
+                                         r"written"):
+        datasets.fetch_any("alpha", force=True, progress=False)
+    assert (folder / "data.txt").read_text() == "version 1\n"  # not replaced by the bytes that failed the check
+    assert [p.name for p in folder.iterdir()] == ["data.txt"]  # and no partial download left beside it
+
+
+def _toy_fetcher(monkeypatch, fail_after=None):
+    """A fetcher module ``sdr.fetchers.toyfetch`` that writes three numbered files, one a call step, resumes, and
+    writes the completion record last; ``fail_after`` files it raises (an interrupted fetch)."""
+    import sys
+    import types
+
+    from sdr.fetchers import completion
+
+    calls = []
+
+    def fetch_dataset(dataset, folder, progress=True):
+        calls.append(folder)
+        completion.begin(folder)
+        status = completion.Progress(folder, every_s=0)
+        for number in range(3):
+            if (folder / f"part{number}.txt").exists():
+                continue
+            if fail_after is not None and number >= fail_after[0]:
+                raise NetworkError("https://api.example/parts", ConnectionResetError("the connection dropped"), 7)
+            (folder / f"part{number}.txt").write_text(f"part {number}\n")
+            status.update("parts", number + 1, 3, "parts")
+        completion.write_record(folder, dataset.name, "toyfetch", {"parts": 3})
+        return folder
+
+    module = types.ModuleType("sdr.fetchers.toyfetch")
+    module.fetch_dataset = fetch_dataset
+    monkeypatch.setitem(sys.modules, "sdr.fetchers.toyfetch", module)
+    entry = Dataset("fetched", "fetched", "a fetched set", "CC0", "an API", expected=("part0.txt",), fetcher="toyfetch")
+    monkeypatch.setitem(datasets.DATASETS, "fetched", entry)
+    monkeypatch.setitem(datasets.CHAPTER_DATA, "toychapter", ("fetched",))
+    return calls
+
+
+def test_a_partial_fetch_is_partial_and_the_paper_check_resumes_it(monkeypatch, isolated, capsys):
+    from sdr.fetchers.http import NetworkError  # noqa: F401  (raised by the toy fetcher)
+
+    fail_after = [2]
+    calls = _toy_fetcher(monkeypatch, fail_after)
+    with pytest.raises(DatasetUnavailable, match=r"fetched: download failed: .*network error after 7 attempts.*"
+                                                 r"partial: 2 of 3 parts"):
+        datasets.fetch_any("fetched", progress=False)
+    folder = isolated / "cache" / "fetched"
+    assert (folder / "part0.txt").exists() and datasets.locate("fetched") is None  # files, but not complete
+    assert sdr_main(["data", "status", "--for", "toychapter"]) == 1
+    out = capsys.readouterr().out
+    assert "partial" in out and "partial: 2 of 3 parts (parts" in out and "resume with `sdr data fetch fetched`" in out
+    with pytest.raises(PaperDataMissing, match=r"partial: 2 of 3 parts .*resume with `sdr data fetch fetched`"):
+        ChapterData("toychapter", "paper", download=False)
+    with pytest.raises(PaperDataMissing, match=r"download failed.*partial: 2 of 3 parts"):
+        ChapterData("toychapter", "paper", progress=False)  # the network still down: a stop, not a traceback
+    fail_after[0] = 99  # the network is back: the check before training resumes the fetch
+    data = ChapterData("toychapter", "paper", progress=False)
+    assert data.input("fetched").path == folder and len(calls) == 3
+    assert sorted(p.name for p in folder.iterdir()) == ["_complete.json", "part0.txt", "part1.txt", "part2.txt"]
+    record = json.loads((folder / "_complete.json").read_text())
+    assert record["counts"] == {"parts": 3} and record["files"]["part2.txt"]["sha256"] == \
+        hashlib.sha256(b"part 2\n").hexdigest()
+    assert datasets.verify("fetched", folder)["part1.txt"] == "ok"
+    (folder / "part1.txt").write_text("changed\n")  # a file that no longer matches its record: not complete
+    assert datasets.locate("fetched") is None
+    assert "part1.txt has 8 bytes" in datasets.fetch_state(folder).describe("fetched")
+
+
+def test_a_git_blob_pin_checks_the_first_download(monkeypatch, isolated):
+    import subprocess
+
+    upstream = toy_registry(monkeypatch, isolated, names=("alpha",))
+    put(upstream / "alpha", "the committed bytes\n")
+    blob = subprocess.run(["git", "hash-object", str(upstream / "alpha" / "data.txt")], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert datasets.git_blob_sha1(upstream / "alpha" / "data.txt") == blob
+    lock = isolated / "datasets.lock.json"
+    lock.write_text(json.dumps({"alpha": {"data.txt": {"git_blob_sha1": "0" * 40}}}))
+    with pytest.raises(ValueError, match=r"git blob [0-9a-f]{40} differs from .*pinned 0{40}; the file was not written"):
+        datasets.fetch_any("alpha", progress=False)
+    assert not (isolated / "cache" / "alpha").exists()
+    lock.write_text(json.dumps({"alpha": {"data.txt": {"git_blob_sha1": blob}}}))
+    datasets.fetch_any("alpha", progress=False)
+    entry = json.loads(lock.read_text())["alpha"]["data.txt"]
+    assert entry["git_blob_sha1"] == blob and entry["sha256"] == hashlib.sha256(b"the committed bytes\n").hexdigest()
+
+
+def test_the_committed_lock_pins_registry_files_the_registry_has_no_digest_for(monkeypatch):
+    monkeypatch.delenv("SDR_DATA_LOCK", raising=False)
+    lock = datasets.read_lock()
+    assert lock, "data/datasets.lock.json is committed"
+    for name, files in lock.items():
+        entries = {f.path: f for f in datasets.get(name).files}
+        for path, entry in files.items():
+            assert path in entries and not entries[path].sha256 and entry["url"] == entries[path].url, (name, path)
+            assert re.fullmatch(r"[0-9a-f]{40}", entry.get("git_blob_sha1", "")) or \
+                re.fullmatch(r"[0-9a-f]{64}", entry.get("sha256", "")), (name, path)
+    # every registry file served from a repository at a fixed commit without a registry digest is pinned
+    github = [(d.name, f.path) for d in datasets.DATASETS.values() for f in d.files
+              if not f.sha256 and f.url and f.url.startswith("https://raw.githubusercontent.com/")]
+    assert github and all(path in lock.get(name, {}) for name, path in github)

@@ -15,13 +15,17 @@ from sdr.corpus import read_s2_citations, read_s2orc_metadata, read_scirepeval_t
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mirror")
-    made = dryrun.build_mirror(folder)  # no real data: every dataset from its fixture writer
+    # no real data: every dataset from its fixture writer, the bulk route's too
+    made = dryrun.build_mirror(folder, extra=dryrun.bulk_datasets())
     return folder, made
 
 
 def test_mirror_holds_every_file_a_paper_chapter_reads(mirror):
     folder, made = mirror
-    assert set(made) == set(dryrun.needed_datasets()) and set(made.values()) == {"fixture"}
+    assert set(made) == set(dryrun.needed_datasets()) | {"s2ag_bulk_flew", "s2ag_bulk_thesis", "s2orc_citation_graph"}
+    assert set(made.values()) == {"fixture"}
+    for name in made:  # every fetched dataset complete: written by its fetcher, or its fixture writer says so
+        assert datasets.is_complete(name, folder / datasets.get(name).folder), name
     for name in made:
         dataset = datasets.get(name)
         missing = [p for p in datasets.paper_files(dataset) if not (folder / dataset.folder / p).exists()]
@@ -41,6 +45,26 @@ def test_fixtures_read_back_with_the_books_readers(mirror):
               for line in (folder / "scirepeval_cite_prediction" / "train.jsonl").read_text().splitlines()
               for role in ("query", "pos", "neg")}
     assert set(metadata) == wanted  # the S2ORC fetcher kept exactly the triplets' papers
+
+
+def test_the_bulk_route_builds_flew_sciaspect_and_scincl_inputs(mirror):
+    from sdr.fetchers.completion import fetch_state
+    from sdr.methods.sciaspect.data import read_thesis_citations
+
+    folder, _ = mirror
+    thesis = read_thesis_citations(folder / "s2ag_bulk_thesis")  # what the SciAspect chapter reads
+    pages = read_thesis_citations(folder / "s2_citations_thesis")  # the Graph API route, 40-hex ids
+    assert len(thesis.anchors) == len(pages.anchors) > 5 and all(a.isdigit() for a in thesis.anchors)
+    assert len(thesis.graph) == len(pages.graph)  # the same edges, by either route
+    record = fetch_state(folder / "s2ag_bulk_thesis").record
+    assert record["fetcher"] == "bulk" and record["counts"]["downloads_resumed"] > 0  # dropped connections resumed
+    flew, _, _ = read_s2_citations(folder / "s2ag_bulk_flew")
+    anchors = (folder / "s2ag_bulk_flew" / "anchors.txt").read_text().split()
+    triplet_queries = {line.split(",")[0] for line in
+                       (folder / "flew_triplets" / "background_training_triplet.csv").read_text().splitlines()[1:]}
+    assert set(anchors) == triplet_queries and len(flew) > 50  # FLeW's query list, as corpus ids
+    stats = json.loads((folder / "s2orc_citation_graph" / "graph_stats.json").read_text())
+    assert stats["edge_lines"] > 100 and stats["nodes_with_an_edge"] <= stats["node_set_papers"]
 
 
 def _notebook(tmp_path, source: str):

@@ -205,3 +205,266 @@ def test_huggingface_parquet_exports_become_the_scirepeval_jsonl_layout(tmp_path
     again = huggingface.fetch_configs(huggingface.registry_datasets(registry), tmp_path / "out", client=client(transport),
                                       opener=opener, progress=False)
     assert again["splits_present"] == 2 and len(opened) == 2
+
+
+# ------------------------------------------------------------------------------------------- transport (issue 36)
+from email.utils import format_datetime  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+
+from sdr.fetchers import completion  # noqa: E402
+from sdr.fetchers.http import NetworkError, retry_after_seconds  # noqa: E402
+from sdr.synthetic.s2_api import Faults, SyntheticGraphApi, sha_id  # noqa: E402
+
+
+def _corpus(n=40, seed=1):
+    from sdr.synthetic import make_corpus
+
+    return make_corpus(n_papers=n, seed=seed)
+
+
+def test_network_errors_are_retried_with_back_off_then_named():
+    calls = []
+
+    def flaky(method, url, headers, body, timeout):
+        calls.append(url)
+        if len(calls) <= 2:
+            raise ConnectionResetError("connection reset by peer")
+        return Response(200, b'{"ok": 1}')
+
+    waits = []
+    assert Client(rate=1e6, transport=flaky, sleep=waits.append, retries=3).json("GET", "https://x.test/a") == {"ok": 1}
+    assert waits == [1.0, 2.0]  # exponential back-off between the three attempts
+
+    def dead(method, url, headers, body, timeout):
+        raise TimeoutError("timed out")
+
+    with pytest.raises(NetworkError, match=r"https://x.test/b: network error after 3 attempts: TimeoutError"):
+        Client(rate=1e6, transport=dead, sleep=lambda s: None, retries=2).json("GET", "https://x.test/b")
+
+
+def test_retry_after_in_seconds_and_as_an_http_date():
+    now = datetime(2026, 1, 5, 12, 0, 0, tzinfo=timezone.utc).timestamp()
+    assert retry_after_seconds("17", now) == 17.0
+    assert retry_after_seconds("Mon, 05 Jan 2026 12:00:30 GMT", now) == 30.0
+    assert retry_after_seconds("Mon, 05 Jan 2026 11:00:00 GMT", now) == 0.0  # a date in the past: at once
+    assert retry_after_seconds("soon", now) is None and retry_after_seconds(None, now) is None
+    statuses = [Response(429, b"", {"retry-after": format_datetime(datetime.fromtimestamp(now + 45, timezone.utc),
+                                                                    usegmt=True)}),
+                Response(200, b"[]")]
+    waits = []
+    client = Client(rate=1e6, transport=lambda *a: statuses.pop(0), sleep=waits.append, now=lambda: now)
+    assert client.json("GET", "https://x.test/c") == [] and waits == [45.0]  # the date, read case-insensitively
+
+
+def test_a_long_rate_limit_waits_instead_of_aborting():
+    answers = [Response(429, b"{}", {"Retry-After": "60"})] * 200 + [Response(200, b'{"done": true}')]
+    waits = []
+    client = Client(rate=1e6, transport=lambda *a: answers.pop(0), sleep=waits.append, say=lambda m: None)
+    assert client.json("GET", "https://x.test/d") == {"done": True}
+    assert sum(waits) == 12_000 and client.retried["rate_limited"] == 200  # 200 minutes of 429s: still fetched
+    endless = Client(rate=1e6, transport=lambda *a: Response(429, b"{}", {"Retry-After": "600"}), sleep=lambda s: None,
+                     say=lambda m: None, rate_limit_patience_s=3600)
+    with pytest.raises(ApiError, match=r"x.test/e: HTTP 429"):
+        endless.json("GET", "https://x.test/e")  # past the patience: an error naming the URL
+
+
+def test_5xx_is_retried_and_a_504_shrinks_the_page(tmp_path):
+    corpus = _corpus()
+    service = SyntheticGraphApi(corpus, page_size=1000, faults=Faults(server_error_every=5, gateway_timeout_above=250))
+    asked = []
+
+    def recording(method, url, headers, body, timeout):
+        asked.append(urllib.parse.parse_qs(urllib.parse.urlparse(url).query).get("limit", [""])[0])
+        return service(method, url, headers, body, timeout)
+
+    fetcher = semantic_scholar.CitationFetcher(tmp_path, client(recording), progress=False)
+    anchors = sorted(corpus.papers)[:5]
+    fetcher.fetch_links(anchors, "citations")
+    assert asked[:3] == ["1000", "500", "250"] and fetcher.smaller_pages == 2  # halved until the server answers
+    reference = semantic_scholar.CitationFetcher(tmp_path / "plain", client(SyntheticGraphApi(corpus)), progress=False)
+    reference.fetch_links(anchors, "citations")
+    assert [json.loads(x)["data"] for x in (tmp_path / "citations.jsonl").read_text().splitlines()] == \
+        [json.loads(x)["data"] for x in (tmp_path / "plain" / "citations.jsonl").read_text().splitlines()]
+
+
+def test_documented_id_forms_and_the_link_cap(tmp_path):
+    assert semantic_scholar.api_id("12345") == "CorpusId:12345"  # never /paper/12345
+    assert semantic_scholar.api_id(A1) == A1 and semantic_scholar.api_id("DOI:10.1/x") == "DOI:10.1/x"
+    with pytest.raises(ValueError, match="empty"):
+        semantic_scholar.api_id(" ")
+    corpus = _corpus()
+    ids = {pid: 900_000 + i for i, pid in enumerate(sorted(corpus.papers))}
+    most_cited = max(corpus.papers, key=lambda p: len(corpus.graph.citations(p)))
+    n_links = len(corpus.graph.citations(most_cited))
+    urls = []
+    service = SyntheticGraphApi(corpus, ids, page_size=3, link_cap=7, sha_ids=True)
+
+    def recording(method, url, headers, body, timeout):
+        urls.append(url)
+        return service(method, url, headers, body, timeout)
+
+    fetcher = semantic_scholar.CitationFetcher(tmp_path, client(recording), progress=False)
+    fetcher.link_cap, fetcher.page_limit = 7, 3  # the API's 9,999 and 1,000, scaled down
+    fetcher.fetch_links([str(ids[most_cited])], "citations")  # an all-digit anchor: a corpus id
+    assert f"/paper/CorpusId:{ids[most_cited]}/citations?" in urls[0]
+    assert "limit=1&offset=6" in urls[-1]  # offset + limit stays within the cap
+    pages = [json.loads(x) for x in (tmp_path / "citations.jsonl").read_text().splitlines()]
+    assert n_links > 7 and sum(len(p["data"]) for p in pages) == 7  # the links the API serves, no more
+    assert pages[-1]["truncated"] is True and "next" not in pages[-1] and fetcher.truncated == 1
+    assert all(len(link["citingPaper"]["paperId"]) == 40 for p in pages for link in p["data"])  # 40-hex ids
+    fetcher.link_cap = 9999  # our cap above the service's: its 400 past the links it serves is a truncation too
+    (tmp_path / "citations.jsonl").unlink()
+    fetcher.fetch_links([str(ids[most_cited])], "citations")
+    pages = [json.loads(x) for x in (tmp_path / "citations.jsonl").read_text().splitlines()]
+    assert pages[-1]["truncated"] is True and sum(len(p["data"]) for p in pages) == 6 and fetcher.truncated == 2
+    counts = semantic_scholar.CitationFetcher(tmp_path, client(recording), progress=False).fetch(
+        [str(ids[most_cited])], kinds=("citations",), references_of_references=False)
+    assert counts["truncated_citations"] == 1  # counted for the completion record
+
+
+def _fetch_all(folder, corpus, ids, faults=None, retries=6, anchors=None):
+    from sdr.datasets import get
+
+    service = SyntheticGraphApi(corpus, ids, page_size=4, null_paper_every=5, sha_ids=True, faults=faults)
+    anchors = anchors or [f"CorpusId:{ids[p]}" for p in sorted(corpus.papers)[::4]]
+    transport_client = Client(rate=1e6, api_key="k", transport=service, sleep=lambda s: None, retries=retries,
+                              say=lambda m: None)
+    return semantic_scholar.fetch_dataset(get("s2_citations_thesis"), folder, progress=False, client=transport_client,
+                                          anchors=anchors)
+
+
+def test_an_interrupted_fetch_is_partial_and_resumes_to_the_files_of_an_uninterrupted_one(tmp_path):
+    corpus = _corpus()
+    ids = {pid: 900_000 + i for i, pid in enumerate(sorted(corpus.papers))}
+    whole = _fetch_all(tmp_path / "whole", corpus, ids, Faults(rate_limit_every=3, retry_after_date=True,
+                                                               server_error_every=7))
+    record = completion.fetch_state(whole).record
+    assert completion.fetch_state(whole).complete and record["counts"]["anchors"] == 10
+    assert record["files"]["references.jsonl"]["sha256"] == datasets_sha(whole / "references.jsonl")
+    graph, _, report = read_s2_citations(whole)
+    assert report.counts["references: other paper has no paperId"] > 0  # null paperIds: skipped and counted
+
+    broken = tmp_path / "broken"
+    with pytest.raises(NetworkError):  # the connection drops for good mid-way (after 40 requests)
+        _fetch_all(broken, corpus, ids, Faults(drop_connection_every=40), retries=0)
+    state = completion.fetch_state(broken)
+    assert not state.complete and 0 < state.progress["done"] < state.progress["total"]
+    assert state.describe("s2_citations_thesis").startswith("partial: ")
+    assert "resume with `sdr data fetch s2_citations_thesis`" in state.describe("s2_citations_thesis")
+    with (broken / "references.jsonl").open("a") as handle:
+        handle.write('{"paperId": "torn')  # and a torn last line from the killed process
+    with (broken / "missing.jsonl").open("a") as handle:
+        handle.write('{"paperId": "tor')
+    _fetch_all(broken, corpus, ids, Faults(rate_limit_every=5))  # resumed
+    assert completion.fetch_state(broken).complete
+    def content(path):
+        return path.read_bytes() if path.exists() else b""  # (the torn line was the resumed missing.jsonl's only one)
+
+    for name in ("references.jsonl", "citations.jsonl", "papers.jsonl", "anchors.txt", "missing.jsonl"):
+        assert content(broken / name) == content(whole / name), name
+    assert (whole / "references.jsonl").stat().st_size > 0
+
+
+def datasets_sha(path):
+    from sdr.datasets import sha256_of
+
+    return sha256_of(path)
+
+
+def test_torn_papers_line_is_dropped_and_fetched_again(tmp_path):
+    corpus = _corpus()
+    ids = {pid: 900_000 + i for i, pid in enumerate(sorted(corpus.papers))}
+    whole = _fetch_all(tmp_path / "whole", corpus, ids)
+    torn = tmp_path / "torn"
+    _fetch_all(torn, corpus, ids)
+    text = (torn / "papers.jsonl").read_bytes()
+    (torn / "papers.jsonl").write_bytes(text[:len(text) - 30])  # the last record cut mid-line
+    _fetch_all(torn, corpus, ids)
+    assert (torn / "papers.jsonl").read_bytes() == (whole / "papers.jsonl").read_bytes()
+
+
+def test_s2orc_resume_cuts_a_torn_metadata_line_and_a_half_written_shard(tmp_path):
+    raw = (FIXTURES / "s2orc_datasets" / "s2orc-shard-excerpt.jsonl").read_bytes()
+    lines = raw.splitlines(keepends=True)
+    shards = {"https://shards.example/s2orc/shard-0.gz?sig=x": lines[:2],
+              "https://shards.example/s2orc/shard-1.gz?sig=x": lines[2:]}
+
+    def listing(method, url, headers, body, timeout):
+        return Response(200, json.dumps({"files": list(shards)}).encode())
+
+    def opener(url):
+        return io.BytesIO(gzip.compress(b"".join(shards[url])))
+
+    wanted = ["12871252", "33333", "999"]
+    s2orc.fetch_full_text(wanted, tmp_path / "whole", client=client(listing), opener=opener, progress=False)
+    part = tmp_path / "part"
+    s2orc.fetch_full_text(wanted, part, client=client(listing), opener=opener, progress=False)
+    metadata = part / "metadata" / "metadata.jsonl"
+    done = (part / "shards_done.jsonl").read_text().splitlines()
+    (part / "shards_done.jsonl").write_text(done[0] + "\n")  # killed before the second shard was marked read
+    metadata.write_bytes(metadata.read_bytes()[:-15])  # and its metadata line torn
+    s2orc.fetch_full_text(wanted, part, client=client(listing), opener=opener, progress=False)
+    for name in ("metadata/metadata.jsonl", "pdf_parses/pdf_parses.jsonl"):
+        assert (part / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_s2orc_expired_links_are_listed_again(tmp_path):
+    import urllib.error
+
+    listings = []
+
+    def listing(method, url, headers, body, timeout):
+        listings.append(url)
+        return Response(200, json.dumps({"files": [f"https://shards.example/s2orc/shard-0.gz?sig={len(listings)}"]}).encode())
+
+    def opener(url):
+        if url.endswith("sig=1"):
+            raise urllib.error.HTTPError(url, 403, "Request has expired", {}, None)
+        return _gzipped_excerpt(url)
+
+    counts = s2orc.fetch_full_text(["12871252"], tmp_path, client=client(listing), opener=opener, progress=False)
+    assert counts["papers_kept"] == 1 and len(listings) == 2
+
+
+def test_huggingface_fetch_is_complete_only_with_its_record(tmp_path, monkeypatch):
+    from sdr import datasets
+    from sdr.fetchers import huggingface
+
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    registry = tmp_path / "scirepeval_tasks.jsonl"
+    registry.write_text(json.dumps({"name": "t", "type": "classification",
+                                    "data": {"test": {"name": "allenai/scirepeval_test", "config": "fos"}},
+                                    "metrics": ["f1_macro"]}) + "\n")
+    folder = tmp_path / "cache" / "scirepeval_full"
+
+    def broken(method, url, headers, body, timeout):
+        raise ConnectionResetError("dropped")
+
+    with pytest.raises(NetworkError):
+        huggingface.fetch_dataset(datasets.get("scirepeval_full"), folder, progress=False, registry=registry,
+                                  client=Client(rate=1e6, transport=broken, sleep=lambda s: None, retries=0))
+    assert (folder / "scirepeval_tasks.jsonl").exists()  # the registry is there, the data is not
+    assert datasets.locate("scirepeval_full") is None and datasets.partial_folder(datasets.get("scirepeval_full")) == folder
+    row = next(r for r in _status_rows("scirepeval_full"))
+    assert row["state"] == "partial" and "resume with `sdr data fetch scirepeval_full`" in row["detail"]
+
+
+def _status_rows(name):
+    from sdr import datasets
+
+    datasets.CHAPTER_DATA["_probe"] = (name,)
+    try:
+        return datasets.chapter_status("_probe")
+    finally:
+        del datasets.CHAPTER_DATA["_probe"]
+
+
+def test_s2orc_fetch_begun_before_sizes_were_recorded_keeps_its_read_shards(tmp_path):
+    s2orc.fetch_full_text(["12871252", "33333"], tmp_path, client=client(_shard_listing_transport),
+                          opener=_gzipped_excerpt, progress=False)
+    (tmp_path / "shards_done.jsonl").unlink()
+    (tmp_path / "shards_done.txt").write_text("shard-0.gz\n")  # the earlier bookkeeping
+    again = s2orc.fetch_full_text(["12871252", "33333"], tmp_path, client=client(_shard_listing_transport),
+                                  opener=lambda url: pytest.fail("a read shard was opened again"), progress=False)
+    assert again["papers_kept"] == 2 and not (tmp_path / "shards_done.txt").exists()

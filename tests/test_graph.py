@@ -345,3 +345,55 @@ def test_partitioned_run_predicts_held_out_links(community_corpus, tmp_path, cap
         percentiles.append(1 - (scores > scores[position[cited]]).sum() / (len(ids) - 1))
     # full-ranking AUC: 0.5 is chance (measured 0.51 for random vectors); measured 0.78 here, 0.80 unpartitioned
     assert np.mean(percentiles) > 0.7, np.mean(percentiles)
+
+
+# ------------------------------------------------------------------------------------------- PBG's own parallelism (issue 36)
+def test_workers_come_from_the_machine_for_large_runs(monkeypatch):
+    monkeypatch.setattr(graph.pbg.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+    assert graph.machine_workers() == 6
+    config = graph.GraphEmbeddingConfig()
+    assert graph.workers_for(config, graph.PARALLEL_MIN_EDGES) == 6  # S2ORC-sized: every core
+    assert graph.workers_for(config, 50_000) == 1  # the book's graphs: one worker, a seed's embedding fixed
+    assert graph.workers_for(graph.GraphEmbeddingConfig(workers=3), 10) == 3  # asked for: as asked
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        graph.GraphEmbeddingConfig(workers=0)
+
+
+def test_several_hogwild_workers_train_a_useful_embedding(community_corpus):
+    result = graph.embed(community_corpus.graph, graph.GraphEmbeddingConfig(dimension=16, epochs=10,
+                                                                           test_fraction=0.05, workers=2))
+    assert result.report.workers == 2 and "2 workers" in str(result.report)
+    assert result.link_prediction["AUC"] > 65  # chance is 50 (one worker: ~80 on this graph)
+
+
+def test_distributed_mode_on_two_local_ranks(community_corpus, tmp_path, capsys):
+    """The book's distributed recipe (book/reproducing.md) end to end on one machine: two ranks over TCP, each
+    started with the printed command, then `sdr graph collect`."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    edges = graph.write_edges_tsv(tmp_path / "edges.tsv", community_corpus.graph)
+    work = tmp_path / "work"
+    assert cli.main(["graph", "embed", str(edges), "--dim", "16", "--epochs", "2", "--workers", "1",
+                     "--test-fraction", "0.05", "--work-dir", str(work), "--machines", "2",
+                     "--init-method", "tcp://127.0.0.1:29531"]) == 0
+    printed = capsys.readouterr().out
+    commands = [line.strip() for line in printed.splitlines() if "sdr.graph.pbg_train" in line]
+    assert len(commands) == 2 and commands[1].endswith("--rank 1")
+    about = json.loads((work / "distributed.json").read_text())
+    assert about["num_partitions"] >= 4 and about["machines"] == 2  # two partitions a machine
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    ranks = [subprocess.Popen([sys.executable, *command.split()[1:]], env=environment, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for command in commands]
+    try:
+        errors = [rank.communicate(timeout=600)[1] for rank in ranks]
+    finally:
+        for rank in ranks:
+            rank.kill()
+    assert [rank.returncode for rank in ranks] == [0, 0], [e[-2000:] for e in errors]
+    assert cli.main(["graph", "collect", str(work), "--out", str(tmp_path / "vectors.jsonl")]) == 0
+    embeddings = read_embeddings(tmp_path / "vectors.jsonl")
+    assert set(embeddings) == community_corpus.graph.nodes
+    assert "link prediction on held-out edges: MRR" in capsys.readouterr().out

@@ -35,8 +35,8 @@ def test_blocked_bands_equal_one_shot_bands_and_the_geometry():
     a squared-distance gap of at least 1e-5 at each band edge)."""
     points, ids = plane_points()
     settings = [BANDS, BandSetting(k_pos=10, c_pos=5, k_hard=120, c_hard=2, c_easy=3, filtered_random=False)]
-    blocked = knn_bands(points, ids, settings, metric="l2", seed=3, block_size=25)
-    one_shot = knn_bands(points, ids, settings, metric="l2", seed=3, block_size=len(ids))
+    blocked = knn_bands(points, ids, settings, metric="l2", seed=3, block_size=25, cache=False)
+    one_shot = knn_bands(points, ids, settings, metric="l2", seed=3, block_size=len(ids), cache=False)
     for setting in settings:
         np.testing.assert_array_equal(blocked.positives[setting], one_shot.positives[setting])
         np.testing.assert_array_equal(blocked.hard[setting], one_shot.hard[setting])
@@ -179,3 +179,43 @@ def test_ivf_triplets_through_knn_band_triplets():
     ranks = band_check(triplets, points, ids, BandSetting(25, 5, 200, 2, 3), metric="ip")
     # measured: every positive and hard negative in its exact band
     assert ranks["positive_in_band"].mean() > 0.95 and ranks["negative_in_band"].mean() > 0.9
+
+
+# ------------------------------------------------------------------------------------------- one search, reused (issue 36)
+def test_one_search_is_reused_by_every_seed_and_shallower_setting(tmp_path):
+    points, ids = plane_points(300, seed=5)
+    store = samplers.SearchCache()
+    first = knn_bands(points, ids, [BANDS], metric="l2", seed=1, cache=store)
+    assert not first.reused and store.misses == 1
+    for seed, setting in ((2, BANDS), (7, BandSetting(k_pos=10, c_pos=5, k_hard=20, c_hard=2, c_easy=3))):
+        again = knn_bands(points, ids, [setting], metric="l2", seed=seed, cache=store)
+        fresh = knn_bands(points, ids, [setting], metric="l2", seed=seed, cache=False)
+        assert again.reused and again.search.startswith("reused")
+        for table in ("positives", "hard", "easy"):  # the same bands and easy negatives as a search of its own
+            np.testing.assert_array_equal(getattr(again, table)[setting], getattr(fresh, table)[setting])
+        assert again.triplets(setting) == fresh.triplets(setting)
+    deeper = BandSetting(k_pos=10, c_pos=5, k_hard=80, c_hard=2, c_easy=3)
+    assert not knn_bands(points, ids, [deeper], metric="l2", seed=1, cache=store).reused  # deeper: searched again
+    moved = points.copy()
+    moved[0, 0] += 0.5
+    assert not knn_bands(moved, ids, [BANDS], metric="l2", seed=1, cache=store).reused  # another embedding
+    assert not knn_bands(points, ids, [BANDS], metric="ip", seed=1, cache=store).reused  # another metric
+
+
+def test_large_searches_are_kept_on_disk_for_later_processes(tmp_path):
+    points, ids = plane_points(200, seed=6)
+    first = knn_bands(points, ids, [BANDS], metric="l2", seed=1, cache=samplers.SearchCache(tmp_path, memory_bytes=0))
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert len(kept) == 2 and kept[0].endswith(".json") and kept[1].endswith(".npy")  # <key>.json, <key>.npy
+    later = knn_bands(points, ids, [BANDS], metric="l2", seed=1, cache=samplers.SearchCache(tmp_path))
+    assert later.reused and later.triplets(BANDS) == first.triplets(BANDS)
+
+
+def test_the_chapters_triplet_call_reuses_the_search_across_seeds(monkeypatch):
+    points, ids = plane_points(250, seed=8)
+    store = samplers.SearchCache()
+    monkeypatch.setattr(samplers.bands, "SEARCH_CACHE", store)
+    for seed in (0, 1, 2):
+        knn_band_triplets(points, ids, **{k: getattr(BANDS, k) for k in ("k_pos", "c_pos", "k_hard", "c_hard",
+                                                                          "c_easy")}, seed=seed, **QUIET)
+    assert (store.misses, store.hits) == (1, 2)  # three seeds, one search

@@ -6,7 +6,9 @@ official layout, in the folder a download would fill. Real data from ``$SDR_DATA
 has it (CSFCube, CSAbstruct, SciCite, the Phrasebank, the S2ORC sample), so the chapters' checks against published
 numbers run too; everything else is written from one seeded synthetic corpus by the replica writers, and the
 API-built datasets are written *by their fetchers* (:mod:`sdr.fetchers`) answering from a transport that serves
-the synthetic corpus in the APIs' JSON shapes, so the fetchers' code runs as well.
+the synthetic corpus in the APIs' JSON shapes and habits (paging, 429/5xx, null ids, 40-hex ids; the Datasets API's
+gzipped shards behind links that expire, connections that drop), so the fetchers' code runs as well — the bulk
+route's datasets (:data:`sdr.datasets.BULK_ROUTE`) included, whether or not a chapter reads them yet.
 
 :func:`run` then executes the chapters with papermill at ``paper`` plus the ``dry_run`` caps of ``profiles.yml``
 (tiny random stand-ins of SciBERT and the released models in their families and layouts, a few steps: sizes
@@ -32,7 +34,7 @@ import numpy as np
 
 from sdr import datasets
 from sdr.outputs import output_folder
-from sdr.synthetic.s2_api import SyntheticGraphApi  # the Graph API of a synthetic corpus (also imported from here)
+from sdr.synthetic.s2_api import Faults, SyntheticGraphApi  # the Graph API of a synthetic corpus (also imported from here)
 
 FIXTURE_SEED = 7
 FIXTURE_PAPERS = 240
@@ -199,6 +201,65 @@ def write_s2_citations(folder: Path, fixture: FixtureCorpus) -> None:
     CitationFetcher(folder, client, progress=False).fetch(anchors)
 
 
+#: How the synthetic Graph API behaves for the mirror's fetches: as the real one does — 40-hex paper ids, pages of a
+#: few links with ``next``, some links to papers it could not resolve (null ``paperId``), 429s with ``Retry-After``
+#: as an HTTP date, 503s — so the fetcher's paging, retries and skips run in the dry run (its waits are not slept).
+GRAPH_API_HABITS = {"sha_ids": True, "page_size": 4, "null_paper_every": 6,
+                    "faults": Faults(rate_limit_every=9, retry_after_date=True, server_error_every=13)}
+
+
+
+
+def _bulk_services(corpus, fixture: FixtureCorpus):
+    """The synthetic Datasets API (3 shards a dataset; the first download of every shard drops after 2 kB and links
+    expire every 5 downloads, so the fetcher's Range resumes and fresh listings run) and Graph API of ``corpus``,
+    behind one client."""
+    from sdr.fetchers.http import Client
+    from sdr.synthetic.s2_datasets import SyntheticDatasetsApi
+
+    datasets_api = SyntheticDatasetsApi(corpus, fixture.corpus_ids, shards=3, drop_after_bytes=2048,
+                                        expire_after_opens=5)
+    graph_api = SyntheticGraphApi(corpus, fixture.corpus_ids, **GRAPH_API_HABITS)
+
+    def transport(method, url, headers, body, timeout):
+        service = datasets_api if "/datasets/v1/" in url else graph_api
+        return service(method, url, headers, body, timeout)
+
+    client = Client(rate=1e6, api_key="dry-run", transport=transport, sleep=lambda s: None, say=lambda m: None)
+    return datasets_api, graph_api, client
+
+
+def _bulk_fetch(name: str, folder: Path, corpus, fixture: FixtureCorpus, anchors=None) -> None:
+    from sdr.fetchers.bulk import fetch_dataset
+
+    datasets_api, graph_api, client = _bulk_services(corpus, fixture)
+    anchors = anchors(graph_api) if callable(anchors) else anchors
+    fetch_dataset(datasets.get(name), folder, progress=False, client=client, opener=datasets_api.open, anchors=anchors,
+                  sleep=lambda s: None, memory_limit="1GB")
+
+
+def write_s2ag_bulk_flew(folder: Path, fixture: FixtureCorpus) -> None:
+    """FLeW's citation graph through the bulk route: the released query list (corpus ids, as ``flew_triplets``'
+    fixture has it) filtered out of the synthetic Datasets API's citations, papers and abstracts shards."""
+    from sdr.synthetic.s2_api import shared_queries
+
+    anchors = [str(fixture.corpus_ids[q]) for q in shared_queries(fixture.train.graph)]
+    _bulk_fetch("s2ag_bulk_flew", folder, fixture.train, fixture, anchors)
+
+
+def write_s2ag_bulk_thesis(folder: Path, fixture: FixtureCorpus) -> None:
+    """The thesis' pages through the bulk route: the anchors of :func:`write_s2_citations_thesis` as 40-hex S2 ids
+    (SciNCL's triples name papers so), resolved to corpus ids through ``/paper/batch``, then two passes over the
+    citations shards (the references of references)."""
+    queries = list(dict.fromkeys(q for q, _, _ in fixture.triplets()))[::3]
+    _bulk_fetch("s2ag_bulk_thesis", folder, fixture.train, fixture,
+                lambda graph_api: [graph_api.external(q) for q in queries])
+
+
+def write_s2orc_citation_graph(folder: Path, fixture: FixtureCorpus) -> None:
+    """SciNCL's citation graph through the bulk route: the whole fixture corpus' citations, kept where both papers are
+    in the synthetic ``s2orc`` dataset."""
+    _bulk_fetch("s2orc_citation_graph", folder, fixture.corpus, fixture)
 
 
 def write_scirepeval_registry(folder: Path, fixture: FixtureCorpus) -> None:
@@ -282,6 +343,9 @@ WRITERS = {
     "s2orc_specter": write_s2orc_specter,
     "scidocs_specter_embeddings": lambda folder, fixture: __import__(  # the Benchmarks chapter's fixture
         "sdr.methods.benchmarks").methods.benchmarks.write_shipped_embeddings(folder, fixture),
+    "s2ag_bulk_flew": write_s2ag_bulk_flew,
+    "s2ag_bulk_thesis": write_s2ag_bulk_thesis,
+    "s2orc_citation_graph": write_s2orc_citation_graph,
 }
 """How the mirror gets each dataset a ``paper`` chapter reads (``REAL_FROM_MIRROR`` ones are linked when
 ``$SDR_DATA`` has them)."""
@@ -381,14 +445,23 @@ def needed_datasets(chapters=None) -> list[str]:
     return list(dict.fromkeys(name for c in chapters for name in datasets.CHAPTER_DATA[c]))
 
 
-def build_mirror(folder: str | Path, chapters=None, real_data: str | Path | None = None) -> dict[str, str]:
-    """Write the paper-shaped mirror into ``folder``; returns ``{dataset: "real (linked)" | "fixture"}``."""
+def bulk_datasets(chapters=None) -> list[str]:
+    """The bulk-route datasets of the chapters (:data:`sdr.datasets.BULK_ROUTE`): the mirror builds them through the
+    bulk fetcher too, whether or not CHAPTER_DATA reads them yet, so the dry run runs that route."""
+    chapters = chapters or list(datasets.CHAPTER_DATA)
+    return [datasets.BULK_ROUTE[c][1] for c in chapters if c in datasets.BULK_ROUTE]
+
+
+def build_mirror(folder: str | Path, chapters=None, real_data: str | Path | None = None,
+                 extra: tuple[str, ...] | list[str] = ()) -> dict[str, str]:
+    """Write the paper-shaped mirror into ``folder`` (the chapters' datasets and ``extra`` ones); returns
+    ``{dataset: "real (linked)" | "fixture"}``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     real_root = Path(real_data) if real_data else None
     fixture = None
     made = {}
-    for name in needed_datasets(chapters):
+    for name in dict.fromkeys([*needed_datasets(chapters), *extra]):
         dataset = datasets.get(name)
         target = folder / dataset.folder
         if target.exists():
@@ -407,6 +480,12 @@ def build_mirror(folder: str | Path, chapters=None, real_data: str | Path | None
         missing = [p for p in datasets.paper_files(dataset) if not (target / p).exists()]
         if missing:
             raise ValueError(f"fixture of {name} lacks files a paper run reads: {missing[:5]}")
+        if dataset.fetcher and not datasets.fetch_state(target).complete:
+            # written by a fixture writer that calls the fetcher's parts (or, for scirepeval_full, the replica
+            # writer): the completion record says so, as a fetch's own would say what it fetched
+            from sdr.fetchers.completion import write_record
+
+            write_record(target, name, f"dry-run fixture writer {WRITERS[name].__name__}", {})
         made[name] = "fixture"
     return made
 
@@ -501,7 +580,8 @@ def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: 
             print(f"[dry run] {chapter} without data: {state} ({result['seconds']:.0f} s)", flush=True)
     mirror = workdir / "mirror"
     started = time.perf_counter()
-    made = build_mirror(mirror, [c for c in chapters if c in datasets.CHAPTER_DATA], real_data)
+    with_data = [c for c in chapters if c in datasets.CHAPTER_DATA]
+    made = build_mirror(mirror, with_data, real_data, extra=bulk_datasets(with_data))
     models = write_model_stand_ins(mirror, needed_models(chapters), FixtureCorpus())
     write_released_expected_for(mirror, chapters)
     print(f"[dry run] mirror {mirror} in {time.perf_counter() - started:.0f} s: "

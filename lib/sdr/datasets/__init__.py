@@ -17,7 +17,8 @@ read as before. Code never hard-codes a data path, and nothing here copies data 
 """
 
 from sdr.datasets.registry import (
-    ACADEMIC_PHRASEBANK, ACL_ARC, CFS3, CF_SENTENCES, CHAPTER_DATA, CHAPTER_MODELS, CSABSTRUCT, CSFCUBE_COMMIT,
+    ACADEMIC_PHRASEBANK, ACL_ARC, BULK_ROUTE, CFS3, CF_SENTENCES, CHAPTER_DATA, CHAPTER_MODELS, CSABSTRUCT,
+    CSFCUBE_COMMIT, S2AG_BULK_FLEW, S2AG_BULK_THESIS, S2ORC_CITATION_GRAPH, SAME_LAYOUT_AS,
     REAL_PROFILE_DATA,
     CSFCUBE_READABLE_SHA256, CSFCUBE_REPO, CSFCUBE_SHA256, CSFCUBE_SPECTER_POOLS_SHA256, DATASETS, DataFile,
     Dataset, FLEW_TRIPLETS, MDCR, PUBMED_RCT, S2AG_CITATIONS_FLEW, S2ORC_SAMPLE, S2ORC_SPECTER,
@@ -25,10 +26,11 @@ from sdr.datasets.registry import (
     SCIREPEVAL_CITE_PREDICTION, SCIREPEVAL_FULL,
     SPECTER_SAMPLE, SPECTER_TRAINING, SPECTER_WOL, fetch_command, get, paper_files,
 )
-from sdr.datasets.lock import expected_digest, lock_path, pin, read_lock, sha256_of
+from sdr.datasets.lock import (check_against_lock, expected_digest, git_blob_sha1, lock_entry, lock_path, pin,
+                               read_lock, sha256_of)
 from sdr.datasets.download import (
-    DOWNLOAD_TIMEOUT_S, DatasetUnavailable, cache_dir, data_root, fetch, fetch_any, fetch_model, is_complete,
-    locate, offline, resolve,
+    DOWNLOAD_TIMEOUT_S, DatasetUnavailable, cache_dir, data_root, fetch, fetch_any, fetch_model, fetch_state,
+    is_complete, locate, offline, partial_folder, resolve,
 )
 from sdr.datasets.status import chapter_status, paper_data_markdown, status_table, verified_folder, verify
 from sdr.datasets.policy import (
@@ -39,7 +41,8 @@ from sdr.datasets.cli import register
 
 __all__ = [
     # registry
-    "ACADEMIC_PHRASEBANK", "ACL_ARC", "CFS3", "CF_SENTENCES", "CHAPTER_DATA", "CHAPTER_MODELS", "CSABSTRUCT",
+    "ACADEMIC_PHRASEBANK", "ACL_ARC", "BULK_ROUTE", "S2AG_BULK_FLEW", "S2AG_BULK_THESIS", "S2ORC_CITATION_GRAPH",
+    "SAME_LAYOUT_AS", "CFS3", "CF_SENTENCES", "CHAPTER_DATA", "CHAPTER_MODELS", "CSABSTRUCT",
     "CSFCUBE_COMMIT", "CSFCUBE_READABLE_SHA256", "CSFCUBE_REPO", "CSFCUBE_SHA256", "CSFCUBE_SPECTER_POOLS_SHA256",
     "DATASETS", "DataFile", "Dataset", "FLEW_TRIPLETS", "MDCR", "PUBMED_RCT", "S2AG_CITATIONS_FLEW", "S2ORC_SAMPLE",
     "S2ORC_SPECTER", "S2_CITATIONS_THESIS", "SCICITE", "SCICITE_FULL", "SCIDOCS", "SCIDOCS_SPECTER_EMBEDDINGS",
@@ -47,10 +50,11 @@ __all__ = [
     "SCIREPEVAL_CITE_PREDICTION", "SCIREPEVAL_FULL", "SPECTER_SAMPLE", "SPECTER_TRAINING", "SPECTER_WOL",
     "fetch_command", "get", "paper_files",
     # lock
-    "expected_digest", "lock_path", "pin", "read_lock", "sha256_of",
+    "check_against_lock", "expected_digest", "git_blob_sha1", "lock_entry", "lock_path", "pin", "read_lock",
+    "sha256_of",
     # download
     "DOWNLOAD_TIMEOUT_S", "DatasetUnavailable", "cache_dir", "data_root", "fetch", "fetch_any", "fetch_model",
-    "is_complete", "locate", "offline", "resolve",
+    "fetch_state", "is_complete", "locate", "offline", "partial_folder", "resolve",
     # status
     "chapter_status", "paper_data_markdown", "status_table", "verified_folder", "verify",
     # policy

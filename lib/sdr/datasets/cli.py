@@ -108,10 +108,12 @@ def _cli_status(args) -> int:
     else:
         for row in rows:
             print(f"{row['dataset']:<28} {row['state']:<10} {row['folder'] or '-'}")
-            if row["missing"] and row["state"] != "missing":
+            if row.get("detail"):
+                print(f"{'':<28} {row['detail']}")
+            if row["missing"] and row["state"] not in ("missing", "partial"):
                 print(f"{'':<28} missing files: {', '.join(row['missing'][:5])}"
                       + (f" (+{len(row['missing']) - 5})" if len(row['missing']) > 5 else ""))
-            if row["state"] != "present":
+            if row["state"] not in ("present", "partial"):
                 print(f"{'':<28} get it: {row['get it']}")
             if row["unpinned"]:
                 print(f"{'':<28} not pinned by a digest yet: {len(row['unpinned'])} files (pinned at first download)")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from sdr.datasets.lock import pin, sha256_of
+from sdr.datasets.lock import expected_digest, git_blob_sha1, lock_entry, lock_path, pin, sha256_of
 from sdr.datasets.registry import DATASETS, Dataset, get
 
 
@@ -59,14 +59,24 @@ def data_root() -> Path | None:
 
 
 def is_complete(dataset: str | Dataset, folder: str | Path) -> bool:
-    """Whether ``folder`` holds every expected path of the dataset."""
+    """Whether ``folder`` holds every expected path of the dataset; a dataset built by a fetcher also needs the
+    fetcher's completion record (:mod:`sdr.fetchers.completion`): files of an interrupted fetch are no data."""
     dataset, folder = get(dataset), Path(folder)
     if not folder.is_dir():
+        return False
+    if dataset.fetcher and not fetch_state(folder).complete:
         return False
     expected = dataset.expected_paths()
     if not expected:
         return any(folder.iterdir())
     return all((folder / p).exists() for p in expected)
+
+
+def fetch_state(folder: str | Path):
+    """The completion state of a fetched folder (:func:`sdr.fetchers.completion.fetch_state`)."""
+    from sdr.fetchers.completion import fetch_state as state
+
+    return state(folder)
 
 
 def locate(name: str | Dataset) -> Path | None:
@@ -106,12 +116,14 @@ def _missing_message(dataset: Dataset, reason: str) -> str:
     )
 
 
-def _download(url: str, target: Path, expected_sha256: str | None) -> None:
-    """Download ``url`` to ``target`` atomically, checking the digest when one is known.
+def _download(url: str, target: Path, expected_sha256: str | None, pinned_by: str = "the registry's",
+              expected_blob: str | None = None) -> None:
+    """Download ``url`` to ``target`` atomically, checking the digest when one is known (the registry's or the lock
+    file's: ``pinned_by`` names which).
 
     The bytes go to a hidden ``.<name>.*.part`` file next to ``target`` that is renamed into place only when
-    complete and checked; any failure (or an interrupt) removes it, and removes the folders this call created,
-    so a failed download leaves nothing that looks like data."""
+    complete and checked; any failure (a digest mismatch too, or an interrupt) removes it, and removes the folders
+    this call created, so a failed download leaves the cache as it was."""
     created = _missing_parents(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
@@ -126,7 +138,12 @@ def _download(url: str, target: Path, expected_sha256: str | None) -> None:
         if expected_sha256:
             actual = sha256_of(temporary)
             if actual != expected_sha256:
-                raise ValueError(f"{url}: sha256 {actual} differs from the registry's {expected_sha256}")
+                raise ValueError(f"{url}: sha256 {actual} differs from {pinned_by} {expected_sha256}; the file was "
+                                 f"not written ({target} is as it was): the upstream file changed or the download "
+                                 f"is damaged")
+        if expected_blob and git_blob_sha1(temporary) != expected_blob:
+            raise ValueError(f"{url}: git blob {git_blob_sha1(temporary)} differs from {lock_path()}'s pinned "
+                             f"{expected_blob}; the file was not written ({target} is as it was)")
         os.replace(temporary, target)
     except BaseException:
         _remove_empty(created)
@@ -171,10 +188,15 @@ def fetch(name: str | Dataset, force: bool = False, required_only: bool = False,
         skipped_optional = []
         for data_file in tqdm(wanted, desc=f"fetch {dataset.name}", unit="file", disable=not progress):
             target = staging / data_file.path
-            if target.exists() and not force and (not data_file.sha256 or sha256_of(target) == data_file.sha256):
+            # the registry's digest, else the lock file's: a first download is checked against its pin before it
+            # replaces anything in the cache
+            digest = expected_digest(dataset, data_file.path)
+            pinned_by = "the registry's" if data_file.sha256 else f"{lock_path()}'s pinned"
+            blob = None if data_file.sha256 else lock_entry(dataset, data_file.path).get("git_blob_sha1")
+            if target.exists() and not force and (not digest or sha256_of(target) == digest):
                 continue
             try:
-                _download(data_file.url, target, data_file.sha256)
+                _download(data_file.url, target, digest, pinned_by, blob)
             except DatasetUnavailable:
                 if data_file.required:
                     raise
@@ -241,9 +263,20 @@ def _folder_with(dataset: Dataset, paths: tuple[str, ...]) -> Path | None:
     candidates = [Path(configured) / dataset.folder] if configured else []
     candidates.append(cache_dir() / dataset.folder)
     for candidate in candidates:
-        if candidate.is_dir() and (all((candidate / p).exists() for p in paths) if paths else any(candidate.iterdir())):
+        if not candidate.is_dir() or (dataset.fetcher and not fetch_state(candidate).complete):
+            continue  # a fetched folder without its completion record is a partial fetch, not data
+        if all((candidate / p).exists() for p in paths) if paths else any(candidate.iterdir()):
             return candidate
     return None
+
+
+def partial_folder(dataset: Dataset) -> Path | None:
+    """The folder of an unfinished fetch of ``dataset`` (``$SDR_DATA``, then the cache), if there is one."""
+    if not dataset.fetcher:
+        return None
+    configured = os.environ.get("SDR_DATA")
+    candidates = ([Path(configured) / dataset.folder] if configured else []) + [cache_dir() / dataset.folder]
+    return next((c for c in candidates if c.is_dir() and any(c.iterdir()) and not fetch_state(c).complete), None)
 
 
 def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True) -> Path:
@@ -254,10 +287,21 @@ def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True) -
         from sdr import fetchers
 
         folder = cache_dir() / dataset.folder
-        fetchers.fetch_dataset(dataset, folder, progress=progress)
+        if force and folder.is_dir():
+            shutil.rmtree(folder)
+        from sdr.fetchers.http import ApiError
+
+        try:
+            fetchers.fetch_dataset(dataset, folder, progress=progress)  # resumes a partial fetch in ``folder``
+        except ApiError as error:  # the API refused or the network failed: say how far it got, as one error
+            what = "download failed" if error.status == 0 else "fetch failed"
+            raise DatasetUnavailable(f"{dataset.name}: {what}: {error}; {fetch_state(folder).describe(dataset.name)}"
+                                     ) from None
         if not is_complete(dataset, folder):
-            raise DatasetUnavailable(f"{dataset.name}: the {dataset.fetcher} fetcher finished but {folder} lacks "
-                                     f"{[p for p in dataset.expected_paths() if not (folder / p).exists()]}")
+            state = fetch_state(folder)
+            raise DatasetUnavailable(f"{dataset.name}: the {dataset.fetcher} fetcher finished but {folder} is not "
+                                     f"complete ({state.describe(dataset.name)}; lacks "
+                                     f"{[p for p in dataset.expected_paths() if not (folder / p).exists()]})")
         return folder
     folder = fetch(dataset, force=force, progress=progress)
     pin(dataset, folder)

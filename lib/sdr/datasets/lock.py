@@ -1,8 +1,10 @@
 """Digests of data files, and the lock file that pins the files the registry cannot.
 
 :func:`sha256_of` is the one digest every check uses. Files whose bytes the registry cannot pin (the
-mirror does not have them) are pinned by their first download in ``data/datasets.lock.json``
-(``$SDR_DATA_LOCK``): size and sha256, which a later download or check must match.
+mirror does not have them) are pinned in ``data/datasets.lock.json`` (``$SDR_DATA_LOCK``), which is committed:
+by their git blob id where the file is a blob of a repository at a fixed commit (``git_blob_sha1``, read from the
+repository's tree without its bytes: :func:`git_blob_sha1`), and by their first download (size and sha256). A
+download or check must match every digest its entry has; a download that does not is never written to the cache.
 
 Changes here concern the lock file's format and rules only; the registry and the download code do not
 change with them.
@@ -23,6 +25,16 @@ def sha256_of(path: str | Path) -> str:
     """Hex sha256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def git_blob_sha1(path: str | Path) -> str:
+    """The git blob id of a file (``git hash-object``): sha1 of ``blob <size>\\0`` and the bytes."""
+    path = Path(path)
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -56,6 +68,24 @@ def expected_digest(dataset: str | Dataset, relative: str) -> str | None:
     return entry.get("sha256") if isinstance(entry, dict) else None
 
 
+def lock_entry(dataset: str | Dataset, relative: str) -> dict:
+    """The lock file's entry for a file (``{}`` when it has none)."""
+    entry = read_lock().get(get(dataset).name, {}).get(relative)
+    return entry if isinstance(entry, dict) else {}
+
+
+def check_against_lock(dataset: str | Dataset, relative: str, path: str | Path) -> None:
+    """Raise ``ValueError`` when ``path`` differs from a digest the lock file has for ``dataset/relative``."""
+    entry = lock_entry(dataset, relative)
+    if entry.get("sha256") and sha256_of(path) != entry["sha256"]:
+        raise ValueError(f"{dataset if isinstance(dataset, str) else dataset.name}/{relative}: sha256 "
+                         f"{sha256_of(path)} differs from {lock_path()}'s pinned {entry['sha256']}")
+    if entry.get("git_blob_sha1") and git_blob_sha1(path) != entry["git_blob_sha1"]:
+        raise ValueError(f"{dataset if isinstance(dataset, str) else dataset.name}/{relative}: git blob "
+                         f"{git_blob_sha1(path)} differs from {lock_path()}'s pinned {entry['git_blob_sha1']} "
+                         f"({entry.get('source', 'the repository at the registry commit')})")
+
+
 def pin(dataset: str | Dataset, folder: str | Path) -> dict[str, str]:
     """Check every downloaded file without a registry digest against the lock file, and record those not in it.
 
@@ -75,7 +105,15 @@ def pin(dataset: str | Dataset, folder: str | Path) -> dict[str, str]:
             continue
         digest, size = sha256_of(path), path.stat().st_size
         known = entries.get(data_file.path)
-        if known:
+        if known and known.get("git_blob_sha1") and git_blob_sha1(path) != known["git_blob_sha1"]:
+            raise ValueError(f"{path}: git blob {git_blob_sha1(path)} differs from {lock_path()}'s "
+                             f"{known['git_blob_sha1']} for {dataset.name}/{data_file.path} "
+                             f"({known.get('source', 'the repository at the registry commit')})")
+        if known and not known.get("sha256"):  # pinned by its git blob id so far: add the download's sha256
+            known.update({"size": size, "sha256": digest})
+            status[data_file.path] = "pinned"
+            changed = True
+        elif known:
             if known.get("sha256") != digest:
                 raise ValueError(f"{path}: sha256 {digest} ({size} bytes) differs from {lock_path()}'s "
                                  f"{known.get('sha256')} ({known.get('size')} bytes) for {dataset.name}/"

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sdr.datasets.download import (_MINILM_NAMES, DatasetUnavailable, _folder_with, _model_missing, fetch_any,
-                                   offline)
+                                   fetch_state, offline, partial_folder)
 from sdr.datasets.lock import sha256_of
-from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, Dataset, fetch_command, get, paper_files
+from sdr.datasets.registry import (CHAPTER_DATA, CHAPTER_MODELS, SAME_LAYOUT_AS, Dataset, fetch_command, get,
+                                   paper_files)
 
 
 #
@@ -235,6 +236,9 @@ class ChapterData:
                 reason = (f"not tried: offline ({offline_reason.split(': ', 1)[-1][:160]})" if offline_reason
                           else "not in $SDR_DATA or the cache, and downloads are off" if not self.download
                           else "not found")
+                partial = partial_folder(dataset)
+                if partial is not None:  # say how far an interrupted fetch got, and how to resume it
+                    reason += f"; {partial}: {fetch_state(partial).describe(dataset.name)}"
                 missing.append((dataset, reason))
                 continue
             self._prepared[name] = folder
@@ -280,6 +284,7 @@ class ChapterData:
         ``optional``: at smoke/real, an input that is neither found nor has a replica is None (its rows stay
         empty and the page says so); at ``paper`` nothing is optional.
         """
+        name = self._stand_in(name)
         dataset = get(name)
         mode = self.policy.mode(role)
         if mode == REAL_ONLY:
@@ -307,6 +312,13 @@ class ChapterData:
         path = Path(replica(target))
         source = replica_source or f"{dataset.label or dataset.name} replica"
         return self._remember(DataInput(name, "replica", path, f"{source} [replica]"), role)
+
+    def _stand_in(self, name: str) -> str:
+        """The dataset read for ``name``: itself, or, when the chapter's data (CHAPTER_DATA / ``needs``) lists a bulk
+        dataset in its place (``SAME_LAYOUT_AS``: the same layout, another route), that bulk dataset."""
+        if name in self.needs:
+            return name
+        return next((bulk for bulk in self.needs if SAME_LAYOUT_AS.get(bulk) == name), name)
 
     def model(self, name: str) -> str:
         """The name or folder to load a model from. At ``paper`` the model was checked (or downloaded) before the

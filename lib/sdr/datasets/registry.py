@@ -507,6 +507,59 @@ S2ORC_SPECTER = Dataset(
     fetcher="s2orc",
 )
 
+# The bulk route (sdr.fetchers.bulk): the Semantic Scholar Datasets API's gzipped JSONL shards, streamed and filtered
+# with DuckDB to the ids a chapter needs. Written in the layout of the Graph API fetch it replaces (same_layout_as),
+# with S2 corpus ids as paper ids; a chapter switches by naming the bulk entry in CHAPTER_DATA (BULK_ROUTE).
+S2AG_BULK_FLEW = Dataset(
+    name="s2ag_bulk_flew",
+    folder="s2ag_bulk_flew",
+    description="Semantic Scholar citations (contexts, intents, isinfluential) of FLeW's released query papers and "
+                "the papers' titles and abstracts, from the S2AG bulk datasets citations / papers / abstracts of one "
+                "release, filtered to the queries (FLeW §4.1 used the release of 2024-04-02)",
+    licence="ODC-BY 1.0 (Semantic Scholar Academic Graph datasets)",
+    source="Semantic Scholar Datasets API /release/{id}/dataset/{citations,papers,abstracts} (pre-signed shard links)",
+    manual="`sdr data fetch s2ag_bulk_flew` with S2_API_KEY set (streams the citations, papers and abstracts shards "
+           "once and keeps the queries' links; resumable per shard)",
+    expected=("references.jsonl", "citations.jsonl", "papers.jsonl", "anchors.txt"),
+    label="S2AG bulk citations with intents (FLeW queries)",
+    fetcher="bulk",
+    size="≈ 0.44 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
+)
+
+S2AG_BULK_THESIS = Dataset(
+    name="s2ag_bulk_thesis",
+    folder="s2ag_bulk_thesis",
+    description="Semantic Scholar references and citations with intents and contexts of the thesis' anchor papers "
+                "(SciNCL's w/o-leakage queries) and the references of their references (Bansal §4.3), from the S2AG "
+                "bulk datasets of one release",
+    licence="ODC-BY 1.0 (Semantic Scholar Academic Graph datasets)",
+    source="Semantic Scholar Datasets API /release/{id}/dataset/{citations,papers,abstracts}; the anchors' corpus ids "
+           "through the Graph API /paper/batch",
+    manual="`sdr data fetch s2ag_bulk_thesis` with S2_API_KEY set (two passes over the citations shards for the "
+           "references of references; resumable per shard)",
+    expected=("references.jsonl", "citations.jsonl", "papers.jsonl", "anchors.txt"),
+    label="S2AG bulk citations with intents (thesis anchors)",
+    fetcher="bulk",
+    size="≈ 0.74 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
+)
+
+S2ORC_CITATION_GRAPH = Dataset(
+    name="s2orc_citation_graph",
+    folder="s2orc_citation_graph",
+    description="The citation graph SciNCL embeds (§3.4, A.4: S2ORC, 52,526,134 nodes / 463,697,639 edges): the S2AG "
+                "citations dataset as an edge list (citing<TAB>cited corpus ids) over the papers of the release's "
+                "s2orc dataset",
+    licence="ODC-BY 1.0 (Semantic Scholar Academic Graph datasets)",
+    source="Semantic Scholar Datasets API /release/{id}/dataset/{s2orc,citations}",
+    manual="`sdr data fetch s2orc_citation_graph` with S2_API_KEY set (reads the s2orc shards' corpus ids and every "
+           "citations shard; resumable per shard); then `sdr graph embed "
+           "$SDR_DATA_CACHE/s2orc_citation_graph/edges --work-dir DIR`",
+    expected=("edges", "graph_stats.json"),
+    label="S2ORC citation graph from the S2AG bulk citations",
+    fetcher="bulk",
+    size="≈ 0.56 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
+)
+
 _LABELS = {
     "csfcube": "CSFCube (iesl/CSFCube @ 7ffe012)",
     "csabstruct": "CSAbstruct (allenai/sequential_sentence_classification)",
@@ -536,7 +589,7 @@ DATASETS: dict[str, Dataset] = {
         SCICITE, SCICITE_FULL, ACL_ARC, S2ORC_SAMPLE, SPECTER_SAMPLE, SPECTER_TRAINING, ACADEMIC_PHRASEBANK,
         SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, FLEW_TRIPLETS, FLEW_SPLIT_METADATA,
         S2AG_CITATIONS_FLEW,
-        S2ORC_SPECTER,
+        S2ORC_SPECTER, S2AG_BULK_FLEW, S2AG_BULK_THESIS, S2ORC_CITATION_GRAPH,
     )
 }
 
@@ -577,6 +630,20 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
     "summary": (),
 }
+
+
+#: The bulk route of each chapter whose Graph API crawl takes days: ``{chapter: (Graph API dataset, bulk dataset)}``.
+#: The bulk dataset is written in the Graph API dataset's layout (corpus ids as paper ids), so the switch is one
+#: line in CHAPTER_DATA — the bulk name in place of the Graph API one — and ``ChapterData.input`` with the old name
+#: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). SciNCL has no Graph API dataset: its bulk
+#: dataset is new (the S2ORC citation graph as an edge list, read by ``sdr graph embed``).
+BULK_ROUTE: dict[str, tuple[str | None, str]] = {
+    "flew": ("s2ag_citations_flew", "s2ag_bulk_flew"),
+    "sciaspect": ("s2_citations_thesis", "s2ag_bulk_thesis"),
+    "scincl": (None, "s2orc_citation_graph"),
+}
+#: The Graph API dataset whose folder layout a bulk dataset has (read with the same readers).
+SAME_LAYOUT_AS = {bulk: graph_api for graph_api, bulk in BULK_ROUTE.values() if graph_api}
 
 
 # Released checkpoints and baselines a chapter scores at ``paper`` (its base model comes from the notebook).

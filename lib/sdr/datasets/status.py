@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sdr.datasets.download import DatasetUnavailable, _folder_with, _missing_message, cache_dir, locate
+from sdr.datasets.download import (DatasetUnavailable, _folder_with, _missing_message, cache_dir, fetch_state, locate,
+                                   partial_folder)
 from sdr.datasets.lock import read_lock, sha256_of
 from sdr.jsonio import file_kind
 from sdr.datasets.registry import CHAPTER_DATA, CHAPTER_MODELS, DATASETS, Dataset, fetch_command, get, paper_files
@@ -42,6 +43,13 @@ def verify(name: str | Dataset, folder: str | Path | None = None) -> dict[str, s
     for expected in dataset.expected_paths():  # entries without files (manual downloads) list paths only
         if expected not in status and not (folder / expected).exists():
             status[expected] = "missing"
+    if dataset.fetcher:  # a fetched folder: its completion record lists every file with its digest
+        from sdr.fetchers.completion import RECORD, verify_record
+
+        if not fetch_state(folder).complete:
+            status[RECORD] = "missing"
+        else:
+            status.update(verify_record(folder))
     return status
 
 
@@ -77,20 +85,28 @@ def chapter_status(chapter: str) -> list[dict]:
         missing = [p for p in files if folder is None or not (folder / p).exists()]
         unpinned = [f.path for f in dataset.files if not f.sha256 and not f.archive
                     and f.path not in lock.get(name, {})]
+        detail = ""
         if folder is None:
-            state = "missing"  # also for a dataset that lists no files (scirepeval_full): its folder is not there
+            partial = partial_folder(dataset)
+            if partial is not None:  # an interrupted fetch: how far it got, and how to resume it
+                state, folder = "partial", partial
+                detail = fetch_state(partial).describe(name)
+                missing = [p for p in files if not (partial / p).exists()]
+            else:
+                state = "missing"  # also for a dataset that lists no files (scirepeval_full): its folder is not there
         elif dataset.fetcher:
-            state = "present"
+            state = "present"  # _folder_with found its completion record
+            detail = fetch_state(folder).describe(name)
         else:
             state = "present" if not missing else "incomplete"
         rows.append({"dataset": name, "state": state, "folder": str(folder or ""), "missing": missing,
-                     "unpinned": unpinned, "get it": fetch_command(dataset)})
+                     "unpinned": unpinned, "get it": fetch_command(dataset), "detail": detail})
     return rows
 
 
 def verified_folder(dataset: Dataset) -> Path:
     """The folder :func:`verify` checks: the located one, else the first existing (incomplete) candidate."""
-    found = locate(dataset)
+    found = locate(dataset) or partial_folder(dataset)
     if found is not None:
         return found
     configured = os.environ.get("SDR_DATA")

@@ -6,7 +6,8 @@ configs it reads (``data.meta``, ``data.test``, ``data.reviewers``: ``{"name": "
 ``{split: [url, …]}``, the files of the ``refs/convert/parquet`` branch), every file is downloaded and written as
 ``<folder>/<repo name>/<config>/<split>.jsonl`` — what ``Dataset.to_json`` writes, the layout the evaluator reads.
 A split already written is skipped, so an interrupted fetch resumes; each split is written to a temporary file
-renamed into place.
+renamed into place. The completion record (:mod:`sdr.fetchers.completion`) is written last: the folder counts as
+present only then, not when ``scirepeval_tasks.jsonl`` (copied first) is there.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from sdr.fetchers import completion
 from sdr.fetchers.http import ApiError, Client
 
 HUB = "https://huggingface.co"
@@ -61,7 +63,10 @@ def fetch_configs(pairs: list[tuple[str, str]], folder: str | Path, client: Clie
     client = client or Client(rate=5.0, api_key="")
     written, skipped, rows = 0, 0, 0
     print(f"Hugging Face: {len(pairs)} dataset configs to export as JSONL into {folder} (resumable)")
-    for repo, config in tqdm(pairs, desc="SciRepEval configs", unit="config", disable=not progress):
+    status = completion.Progress(folder, every_s=0)
+    for number, (repo, config) in enumerate(tqdm(pairs, desc="SciRepEval configs", unit="config",
+                                                 disable=not progress)):
+        status.update("SciRepEval configs", number, len(pairs), "configs")
         listing = client.json("GET", f"{HUB}/api/datasets/{repo}/parquet/{config}")
         if not isinstance(listing, dict) or not listing or not all(isinstance(v, list) for v in listing.values()):
             raise ApiError(f"{HUB}/api/datasets/{repo}/parquet/{config}", 200,
@@ -99,8 +104,10 @@ def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client |
 
         registry = datasets.resolve("scirepeval") / "scirepeval_tasks.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
+    completion.begin(folder)
     shutil.copy(registry, folder / "scirepeval_tasks.jsonl")
     counts = fetch_configs(registry_datasets(registry), folder, client=client, opener=opener, progress=progress)
     print(f"SciRepEval: {counts['splits_written']} splits written ({counts['rows']:,} rows), "
           f"{counts['splits_present']} already present")
+    completion.write_record(folder, dataset.name, "huggingface", counts)
     return folder

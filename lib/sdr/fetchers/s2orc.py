@@ -7,8 +7,13 @@ API key required); each shard is gzipped JSONL of ``{"corpusid", "externalids", 
 "annotations": {"title", "abstract", "sectionheader", "paragraph", …}}}``, where each annotation is a JSON
 *string* holding character spans ``[{"start", "end", "attributes"?}]`` into ``text``. The fetcher streams every
 shard once, keeps the records whose ``corpusid`` is wanted, and converts them: the title and abstract spans,
-and each paragraph span under the last section header that starts before it. Shards already read are listed in
-``shards_done.txt``, so an interrupted fetch resumes at the next shard.
+and each paragraph span under the last section header that starts before it.
+
+Shards already read are listed in ``shards_done.jsonl`` with the sizes the two output files had after each, so an
+interrupted fetch resumes at the next shard after cutting both files back to the last finished shard (a torn or
+half-written shard's lines are dropped and read again). A shard whose stream breaks off is read again (up to
+``SHARD_ATTEMPTS`` times); a pre-signed link that expired (HTTP 400/403) is replaced by a fresh listing. The
+completion record (:mod:`sdr.fetchers.completion`) is written last.
 """
 
 from __future__ import annotations
@@ -16,15 +21,19 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from sdr.fetchers.http import Client
+from sdr.fetchers import completion
+from sdr.fetchers.http import NETWORK_ERRORS, Client
 
 DATASETS_API = "https://api.semanticscholar.org/datasets/v1"
+SHARD_ATTEMPTS = 3
 
 
 def _spans(annotations: dict, name: str) -> list[dict]:
@@ -85,6 +94,39 @@ def _open_url(url: str):
     return urllib.request.urlopen(url, timeout=120)
 
 
+def _shard_key(url: str, index: int) -> str:
+    return url.split("?", 1)[0].rsplit("/", 1)[-1] or str(index)
+
+
+def _read_done(folder: Path, metadata_path: Path, parses_path: Path) -> set[str]:
+    """The shards read before, with both output files cut back to their sizes after the last of them."""
+    done_file = folder / "shards_done.jsonl"
+    legacy = folder / "shards_done.txt"  # a fetch begun before the sizes were recorded: its shards stay read
+    if legacy.exists() and not done_file.exists():
+        completion.cut_torn_line(legacy)
+        for path in (metadata_path, parses_path):
+            completion.cut_torn_line(path)
+        keys = legacy.read_text(encoding="utf-8").split()
+        sizes = {"metadata_bytes": metadata_path.stat().st_size if metadata_path.exists() else 0,
+                 "parses_bytes": parses_path.stat().st_size if parses_path.exists() else 0}
+        done_file.write_text("".join(json.dumps({"shard": key, **sizes}) + "\n" for key in keys), encoding="utf-8")
+        legacy.unlink()
+    completion.cut_torn_line(done_file)
+    entries = []
+    if done_file.exists():
+        entries = [json.loads(line) for line in done_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for path, key in ((metadata_path, "metadata_bytes"), (parses_path, "parses_bytes")):
+        size = entries[-1][key] if entries else 0
+        if path.exists() and path.stat().st_size > size:
+            with path.open("rb+") as handle:
+                handle.truncate(size)  # lines of a shard that was not finished: read again
+    return {entry["shard"] for entry in entries}
+
+
+def _is_expired(error: BaseException) -> bool:
+    return isinstance(error, urllib.error.HTTPError) and error.code in (400, 403)
+
+
 def fetch_full_text(wanted: Iterable[str], folder: str | Path, client: Client | None = None,
                     opener: Callable[[str], io.BufferedIOBase] = _open_url, release: str = "latest",
                     progress: bool = True) -> dict:
@@ -95,42 +137,58 @@ def fetch_full_text(wanted: Iterable[str], folder: str | Path, client: Client | 
     (folder / "pdf_parses").mkdir(parents=True, exist_ok=True)
     client = client or Client()
     urls = shard_urls(client, release)
-    done_file = folder / "shards_done.txt"
-    done = set(done_file.read_text().split()) if done_file.exists() else set()
-    kept_ids = set()
     metadata_path, parses_path = folder / "metadata" / "metadata.jsonl", folder / "pdf_parses" / "pdf_parses.jsonl"
+    done = _read_done(folder, metadata_path, parses_path)
+    kept_ids = set()
     if metadata_path.exists():
         kept_ids = {json.loads(line)["paper_id"] for line in metadata_path.read_text().splitlines() if line.strip()}
+    status = completion.Progress(folder, every_s=0)
     print(f"S2ORC ({release}): {len(urls)} shards to read (each a few GB gzipped; all of them are streamed, only "
           f"the {len(wanted):,} wanted papers are kept), {len(done)} already read; writing {folder}")
     read = 0
-    for index, url in enumerate(tqdm(urls, desc="S2ORC shards", unit="shard", disable=not progress)):
-        key = url.split("?", 1)[0].rsplit("/", 1)[-1] or str(index)
+    for index in tqdm(range(len(urls)), desc="S2ORC shards", unit="shard", disable=not progress):
+        key = _shard_key(urls[index], index)
         if key in done:
             continue
-        shard_metadata, shard_parses = [], []
-        with opener(url) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
-            for line_number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                read += 1
-                record = json.loads(line)
-                corpus_id = str(record.get("corpusid"))
-                if corpus_id not in wanted or corpus_id in kept_ids:
-                    continue
-                try:
-                    metadata, parse = convert(record)
-                except (ValueError, TypeError, KeyError) as error:
-                    raise ValueError(f"{key}:{line_number}: {error}") from None
-                shard_metadata.append(metadata)
-                shard_parses.append(parse)
-                kept_ids.add(corpus_id)
-        # a shard's papers are written together after it was read whole, then the shard is marked read
+        for attempt in range(1, SHARD_ATTEMPTS + 1):
+            shard_metadata, shard_parses, shard_ids, shard_read = [], [], set(), 0
+            try:
+                with opener(urls[index]) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+                    for line_number, line in enumerate(lines, start=1):
+                        if not line.strip():
+                            continue
+                        shard_read += 1
+                        record = json.loads(line)
+                        corpus_id = str(record.get("corpusid"))
+                        if corpus_id not in wanted or corpus_id in kept_ids or corpus_id in shard_ids:
+                            continue
+                        try:
+                            metadata, parse = convert(record)
+                        except (ValueError, TypeError, KeyError) as error:
+                            raise ValueError(f"{key}:{line_number}: {error}") from None
+                        shard_metadata.append(metadata)
+                        shard_parses.append(parse)
+                        shard_ids.add(corpus_id)
+                break
+            except (*NETWORK_ERRORS, EOFError, zlib.error) as error:
+                if _is_expired(error):
+                    urls = shard_urls(client, release)  # the pre-signed links expired: a fresh listing
+                elif attempt == SHARD_ATTEMPTS or isinstance(error, urllib.error.HTTPError):
+                    raise
+                if attempt == SHARD_ATTEMPTS:
+                    raise
+        read += shard_read
+        kept_ids |= shard_ids
+        # a shard's papers are written together after it was read whole, then the shard is marked read with the
+        # files' sizes, so a resume cuts anything written after the last finished shard
         with metadata_path.open("a", encoding="utf-8") as m, parses_path.open("a", encoding="utf-8") as p:
             m.write("".join(json.dumps(x) + "\n" for x in shard_metadata))
             p.write("".join(json.dumps(x) + "\n" for x in shard_parses))
-        with done_file.open("a") as handle:
-            handle.write(key + "\n")
+        with (folder / "shards_done.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"shard": key, "metadata_bytes": metadata_path.stat().st_size,
+                                     "parses_bytes": parses_path.stat().st_size}) + "\n")
+        done.add(key)
+        status.update("S2ORC shards", len(done), len(urls), "shards")
     metadata_path.touch()
     parses_path.touch()
     return {"shards": len(urls), "records_read": read, "papers_kept": len(kept_ids),
@@ -157,7 +215,9 @@ def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client |
     if dataset.name != "s2orc_specter":
         raise ValueError(f"{dataset.name}: the s2orc fetcher builds s2orc_specter only")
     wanted = list(wanted) if wanted is not None else specter_corpus_ids()
+    completion.begin(folder)
     counts = fetch_full_text(wanted, folder, client=client, opener=opener, progress=progress)
     print(f"S2ORC: {counts['papers_kept']:,} of {len(wanted):,} papers found with text "
           f"({counts['papers_not_found']:,} not in S2ORC), {counts['records_read']:,} records read")
+    completion.write_record(folder, dataset.name, "s2orc", {"wanted": len(wanted), **counts})
     return folder

@@ -30,15 +30,19 @@ API (stable; other chapters import it):
   split bucket by bucket (:func:`write_buckets`), and PBG trains in partitioned mode with
   ``num_partitions`` chosen from the node count and a memory budget (:func:`plan_partitions`;
   ``GraphEmbeddingConfig.num_partitions`` / ``memory_budget_gb``). With ``work_dir`` the vectors are a
-  memory-mapped ``vectors.npy`` (``ids.txt`` beside it).
+  memory-mapped ``vectors.npy`` (``ids.txt`` beside it). PBG trains with ``workers`` HOGWILD processes
+  (``GraphEmbeddingConfig.workers``; default every core of the machine for runs of ≥ 1 M training edges, one
+  below); :func:`prepare_distributed` / :func:`collect_distributed` run PBG's distributed mode on several machines.
 * :func:`read_edges_tsv` — ``citing<TAB>cited[<TAB>weight]`` per line, weights whole numbers >= 1; errors
   name file and line.
 * :func:`nearest_neighbours` — exact FAISS search in blocks of queries, the metric matching the comparator
   (:data:`COMPARATOR_METRIC`: ``dot`` → inner product, ``cos`` → cosine), self excluded. SciNCL's bands
   over a large corpus: :func:`sdr.samplers.knn_bands` (blocked, keeps only the bands; IVF, GPU).
 * ``sdr graph embed EDGES… --dim D [--epochs E] [--comparator dot|cos] [--undirected] [--partitions P]
-  [--memory-gb G] [--work-dir DIR] [--out F.jsonl] [--force]`` writes the book's embeddings JSONL
-  (``{"paper_id", "embedding"}``), so ``sdr evaluate`` and FAISS read it, and/or ``DIR/vectors.npy``.
+  [--memory-gb G] [--workers W] [--work-dir DIR] [--out F.jsonl] [--force]`` writes the book's embeddings JSONL
+  (``{"paper_id", "embedding"}``), so ``sdr evaluate`` and FAISS read it, and/or ``DIR/vectors.npy``; with
+  ``--machines M --init-method URI`` it prepares a distributed run instead and prints each machine's command, and
+  ``sdr graph collect DIR`` reads the vectors back after it.
 
 Link prediction is PBG's own ranking evaluator (``torchbiggraph.eval.RankingEvaluator``), the one
 behind SciNCL Table 5: each held-out edge's score is ranked against the corrupted edges built from
@@ -54,11 +58,11 @@ before.
 """
 
 from sdr.graph.pbg import (
-    COMPARATOR_METRIC, EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan,
-    default_memory_budget, embed, plan_partitions, training_edges,
+    COMPARATOR_METRIC, PARALLEL_MIN_EDGES, EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan,
+    default_memory_budget, embed, machine_workers, plan_partitions, training_edges, workers_for,
 )
 from sdr.graph.edges import Edge, EdgeFiles, edges_of, read_edges_tsv, write_edges_tsv
-from sdr.graph.scale import Buckets, NodeIds, embed_edge_files, write_buckets
+from sdr.graph.scale import Buckets, NodeIds, collect_distributed, embed_edge_files, prepare_distributed, write_buckets
 from sdr.graph.link_prediction import LINK_PREDICTION_METRICS
 from sdr.graph.neighbours import nearest_neighbours
 from sdr.graph.triplet_graph import citation_graph_from_triplets
@@ -72,6 +76,11 @@ __all__ = [
     "LINK_PREDICTION_METRICS",
     "embed",
     "embed_edge_files",
+    "prepare_distributed",
+    "collect_distributed",
+    "machine_workers",
+    "workers_for",
+    "PARALLEL_MIN_EDGES",
     "write_buckets",
     "Buckets",
     "EdgeFiles",

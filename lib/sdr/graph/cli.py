@@ -42,6 +42,13 @@ def register(subparsers) -> None:
                            help="PBG num_partitions (default: chosen from the node count and --memory-gb)")
     embedding.add_argument("--memory-gb", type=float, default=None,
                            help="memory budget in GiB (default: half of physical memory)")
+    embedding.add_argument("--workers", type=int, default=None,
+                           help="PBG HOGWILD worker processes (default: every core for >= 1 M training edges, else 1)")
+    embedding.add_argument("--machines", type=int, default=1,
+                           help="prepare PBG's distributed mode for this many machines in --work-dir (a folder all "
+                                "of them see) and print each machine's torchbiggraph_train command; no training here")
+    embedding.add_argument("--init-method", default=None,
+                           help="with --machines: the rendezvous every machine reaches, e.g. tcp://RANK0-HOST:29500")
     embedding.add_argument("--work-dir", type=output_folder, default=None,
                            help="keep PBG's files there, with vectors.npy ([N, d] float32) and ids.txt (a new or "
                                 "empty folder, or --force; written whole at the end, removed on failure)")
@@ -50,11 +57,52 @@ def register(subparsers) -> None:
     embedding.add_argument("--force", action="store_true", help="replace --out / --work-dir if they exist")
     embedding.add_argument("--json", action="store_true", help="print the report and link prediction as JSON")
     embedding.set_defaults(func=_cli_embed)
+    collecting = commands.add_parser(
+        "collect", help="read the vectors of a distributed run (sdr graph embed --machines) once every machine finished",
+        description="Write DIR/vectors.npy (and --out JSONL) from the checkpoint of a distributed PBG run prepared by "
+                    "`sdr graph embed --machines M --init-method URI --work-dir DIR`, with link prediction on its "
+                    "held-out edges.")
+    collecting.add_argument("work_dir")
+    collecting.add_argument("--out", default=None, help="embeddings JSONL to write as well")
+    collecting.add_argument("--force", action="store_true", help="replace --out if it exists")
+    collecting.set_defaults(func=_cli_collect)
+
+
+def _cli_collect(args) -> int:
+    from sdr.graph.scale import collect_distributed
+    from sdr.outputs import Outputs
+
+    outputs = Outputs(inputs={"WORK_DIR": args.work_dir}, outputs={"--out": args.out}, force=args.force).check()
+    result = collect_distributed(args.work_dir)
+    if args.out:
+        with outputs.commit() as staged:
+            result.save_jsonl(staged["--out"])
+    print(f"{Path(args.work_dir) / 'vectors.npy'}: {len(result.ids)} embeddings of dimension {result.vectors.shape[1]}"
+          + ("; link prediction on held-out edges: " + ", ".join(f"{k} {v:.2f}" for k, v in
+                                                                 result.link_prediction.items())
+             if result.link_prediction else ""))
+    return 0
 
 
 def _cli_embed(args) -> int:
     from sdr.outputs import Outputs
 
+    if args.machines > 1:
+        from sdr.graph.scale import prepare_distributed
+
+        if args.work_dir is None:
+            raise ValueError("sdr graph embed --machines: give --work-dir DIR, a folder every machine sees")
+        config = GraphEmbeddingConfig(dimension=args.dim, epochs=args.epochs, comparator=args.comparator,
+                                      undirected=args.undirected, learning_rate=args.lr, margin=args.margin,
+                                      test_fraction=args.test_fraction, seed=args.seed, num_partitions=args.partitions,
+                                      memory_budget_gb=args.memory_gb, workers=args.workers)
+        commands = prepare_distributed(args.edges, config, args.work_dir, args.machines, args.init_method)
+        print(f"{args.work_dir}: buckets, entity counts and config.py for {args.machines} machines. Start on each "
+              f"machine (rank 0 on the host of {args.init_method}):")
+        for command in commands:
+            print(f"  {command}")
+        print(f"then: sdr graph collect {args.work_dir} [--out F.jsonl]")
+        return 0
     if args.out is None and args.work_dir is None:
         raise ValueError("sdr graph embed: give --out F.jsonl, --work-dir DIR or both")
     inputs = {("EDGES" if len(args.edges) == 1 else f"EDGES[{i}]"): path for i, path in enumerate(args.edges)}
@@ -63,7 +111,7 @@ def _cli_embed(args) -> int:
     config = GraphEmbeddingConfig(dimension=args.dim, epochs=args.epochs, comparator=args.comparator,
                                   undirected=args.undirected, learning_rate=args.lr, margin=args.margin,
                                   test_fraction=args.test_fraction, seed=args.seed, num_partitions=args.partitions,
-                                  memory_budget_gb=args.memory_gb)
+                                  memory_budget_gb=args.memory_gb, workers=args.workers)
     check_dimension(config)  # one node's vector must fit the memory budget: refused before any file is read
     written = []
     # PBG's files go to a temporary folder beside --work-dir, renamed into place with --out at the end; a

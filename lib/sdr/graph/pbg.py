@@ -71,6 +71,25 @@ def _patch_torchbiggraph_schema() -> None:
 _patch_torchbiggraph_schema()
 
 
+def _patch_torchbiggraph_rpc() -> None:
+    """PBG's distributed mode passes its messages between the machines of one run (bucket assignments, statistics)
+    as ``torch.save`` bytes; torch ≥ 2.6 loads with ``weights_only=True``, which refuses PBG's own classes
+    (``torchbiggraph.types.Bucket``), so every trainer but rank 0 dies and rank 0 waits for ever. The messages come
+    from the run's own trainers (the trust boundary is the cluster running it): load them as PBG 1.0.0 did."""
+    import io
+
+    import torch
+    from torchbiggraph import rpc
+
+    def _deserialize(tensor):
+        return torch.load(io.BytesIO(tensor.numpy().tobytes()), weights_only=False)
+
+    rpc._deserialize = _deserialize
+
+
+_patch_torchbiggraph_rpc()
+
+
 @dataclass
 class GraphEmbeddingConfig:
     """PyTorch-BigGraph settings; defaults are SciNCL's (A.5, Table 5's best row: 768-d dot).
@@ -100,6 +119,10 @@ class GraphEmbeddingConfig:
     num_partitions: Optional[int] = None
     #: Memory the embedding run may use; None = half of this machine's physical memory.
     memory_budget_gb: Optional[float] = None
+    #: PBG's HOGWILD worker processes. None: one per core this process may use (:func:`machine_workers`) for runs of
+    #: at least :data:`PARALLEL_MIN_EDGES` training edges, 1 below (the book's small graphs: one worker keeps a
+    #: seed's embedding fixed; several workers update shared embeddings in a racy order, as PBG means them to).
+    workers: Optional[int] = None
 
     def __post_init__(self):
         if self.comparator not in COMPARATOR_METRIC:
@@ -116,6 +139,27 @@ class GraphEmbeddingConfig:
             raise ValueError(f"GraphEmbeddingConfig: num_partitions must be >= 1 or None, got {self.num_partitions}")
         if self.memory_budget_gb is not None and self.memory_budget_gb <= 0:
             raise ValueError(f"GraphEmbeddingConfig: memory_budget_gb must be > 0, got {self.memory_budget_gb}")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"GraphEmbeddingConfig: workers must be >= 1 or None, got {self.workers}")
+
+
+#: From this many training edges on, ``workers=None`` uses every core (below it, one worker: seeded and exact).
+PARALLEL_MIN_EDGES = 1_000_000
+
+
+def machine_workers() -> int:
+    """The cores this process may run on (its CPU affinity, so a container's or a job's share, not the host's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def workers_for(config: "GraphEmbeddingConfig", train_edges: int) -> int:
+    """PBG's ``workers`` for a run: the config's, else every core for large runs, else 1 (see ``workers``)."""
+    if config.workers is not None:
+        return int(config.workers)
+    return machine_workers() if train_edges >= PARALLEL_MIN_EDGES else 1
 
 
 @dataclass
@@ -131,13 +175,15 @@ class EmbeddingReport:
     merged_duplicates: int = 0  # the same (citing, cited) listed twice: weights summed
     unresolved_edges: int = 0  # S2AG citation records without a citing or cited corpus id: no edge, counted
     num_partitions: int = 1  # PBG partitions (1: every embedding in memory)
+    workers: int = 1  # PBG's HOGWILD worker processes
     seconds: float = 0.0
     phases: dict = field(default_factory=dict)  # seconds per phase (ids, buckets, train, link_prediction, vectors)
 
     def __str__(self) -> str:
         text = (f"{self.nodes} nodes, {self.distinct_edges} distinct edges -> {self.train_edges} training "
                 f"edges (with repeats), {self.test_edges} held out; {self.num_partitions} partition"
-                f"{'s' if self.num_partitions != 1 else ''}; {self.seconds:.1f} s")
+                f"{'s' if self.num_partitions != 1 else ''}, {self.workers} worker{'s' if self.workers != 1 else ''}; "
+                f"{self.seconds:.1f} s")
         if self.unresolved_edges:
             text += f"; {self.unresolved_edges} citation records without both corpus ids (no edge)"
         if self.zero_weight_edges:
@@ -329,10 +375,10 @@ def _seed_worker(seed: int) -> None:
     torch.set_num_threads(1)
 
 
-def _pbg_config(config: GraphEmbeddingConfig, entity_path: Path, edge_path: Path, checkpoint_path: Path,
-                num_partitions: int = 1, max_edges_per_chunk: int | None = None):
-    from torchbiggraph.config import parse_config
-
+def _pbg_settings(config: GraphEmbeddingConfig, entity_path: Path, edge_path: Path, checkpoint_path: Path,
+                  num_partitions: int = 1, max_edges_per_chunk: int | None = None, workers: int = 1,
+                  num_machines: int = 1, init_method: str | None = None) -> dict:
+    """PBG's config as a plain dict (what ``torchbiggraph_train`` reads from a config file)."""
     settings = {
         "entity_path": str(entity_path),
         "edge_paths": [str(edge_path)],
@@ -354,13 +400,23 @@ def _pbg_config(config: GraphEmbeddingConfig, entity_path: Path, edge_path: Path
         "eval_fraction": 0.0,
         "eval_num_batch_negs": config.eval_num_batch_negs,
         "eval_num_uniform_negs": config.eval_num_uniform_negs,
-        # one worker: the book shares 2 cores, and one HOGWILD worker keeps a seed's result fixed
-        "workers": 1,
+        "workers": int(workers),
         "verbose": 0,
     }
     if max_edges_per_chunk is not None:
         settings["max_edges_per_chunk"] = int(max_edges_per_chunk)
-    return parse_config(settings)
+    if num_machines > 1:  # PBG's distributed mode: one trainer per machine, partitions served by the trainers
+        settings.update({"num_machines": int(num_machines), "distributed_init_method": init_method,
+                         "num_partition_servers": -1})
+    return settings
+
+
+def _pbg_config(config: GraphEmbeddingConfig, entity_path: Path, edge_path: Path, checkpoint_path: Path,
+                num_partitions: int = 1, max_edges_per_chunk: int | None = None, workers: int = 1):
+    from torchbiggraph.config import parse_config
+
+    return parse_config(_pbg_settings(config, entity_path, edge_path, checkpoint_path, num_partitions,
+                                      max_edges_per_chunk, workers))
 
 
 def _save_bucket(directory: Path, lhs_partition: int, rhs_partition: int, lhs_rows: np.ndarray,
@@ -440,8 +496,10 @@ def _seeded_bucket_order(seed: int):
 
 
 def _train_pbg(root: Path, config: GraphEmbeddingConfig, n_nodes: int, plan: PartitionPlan, test_rows: np.ndarray,
-               vectors_path: Path | None, phases: dict | None = None) -> tuple[np.ndarray, dict[str, float]]:
-    """Train PBG on the buckets already written under ``root/train``; vectors and link prediction."""
+               vectors_path: Path | None, phases: dict | None = None,
+               workers: int = 1) -> tuple[np.ndarray, dict[str, float]]:
+    """Train PBG on the buckets already written under ``root/train`` with ``workers`` HOGWILD processes; vectors and
+    link prediction."""
     from torchbiggraph.graph_storages import ENTITY_STORAGES
     from torchbiggraph.train import train as pbg_train
 
@@ -453,7 +511,7 @@ def _train_pbg(root: Path, config: GraphEmbeddingConfig, n_nodes: int, plan: Par
     for partition, size in enumerate(_partition_sizes(n_nodes, plan.num_partitions)):
         entity_storage.save_count(_ENTITY, partition, size)
     pbg_config = _pbg_config(config, root / "entities", root / "train", root / "checkpoints",
-                             plan.num_partitions, plan.max_edges_per_chunk)
+                             plan.num_partitions, plan.max_edges_per_chunk, workers)
     torch.manual_seed(config.seed)  # PBG draws the initial embeddings in this process
     with _seeded_bucket_order(config.seed):
         pbg_train(pbg_config, subprocess_init=functools.partial(_seed_worker, config.seed))
@@ -570,11 +628,13 @@ def embed(
     plan = plan_partitions(len(ids), len(train_rows), config.dimension, _budget(config), config.num_partitions)
     report.num_partitions = plan.num_partitions
     check_resources(plan, len(ids), len(train_rows), config, Path(work_dir or tempfile.gettempdir()), False)
+    report.workers = workers_for(config, len(train_rows))
     started = time.perf_counter()
     with _quiet_pbg(verbose), tempfile.TemporaryDirectory(prefix="sdr-pbg-") as temporary:
         root = Path(work_dir) if work_dir is not None else Path(temporary)
         _save_edges(root / "train", train_rows, plan.num_partitions)
-        vectors, link = _train_pbg(root, config, len(ids), plan, test_rows, vectors_path=None, phases=report.phases)
+        vectors, link = _train_pbg(root, config, len(ids), plan, test_rows, vectors_path=None, phases=report.phases,
+                                   workers=report.workers)
     report.seconds = time.perf_counter() - started
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=test)

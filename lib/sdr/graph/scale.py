@@ -10,10 +10,11 @@ It changes with the memory model of large graphs (spills, buckets, id arrays), n
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from sdr.graph.edges import EdgeFiles
 from sdr.graph.pbg import (MAX_REPEATS, EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan,
                            _bucket_key, _budget, _quiet_pbg, _save_bucket, _train_pbg, check_resources,
-                           plan_partitions)
+                           plan_partitions, workers_for)
 from sdr.jsonio import InputError
 
 
@@ -137,9 +138,11 @@ def write_buckets(
     chunk_size: int = 1_000_000,
     say=None,
     vectors_file: bool = False,
+    min_partitions: int = 1,
 ) -> Buckets:
     """Stream edge files into PBG's partitioned training buckets under ``root/train`` (the part of
-    :func:`embed_edge_files` before training; memory: the node ids and one bucket of edges)."""
+    :func:`embed_edge_files` before training; memory: the node ids and one bucket of edges). ``min_partitions``:
+    at least this many partitions (PBG's distributed mode needs two per machine)."""
     say = say or (lambda message: None)
     started = time.perf_counter()
     root = Path(root)
@@ -153,6 +156,8 @@ def write_buckets(
     n_nodes, n_lines = len(node_ids), files.edges
     report.nodes, report.unresolved_edges = n_nodes, files.unresolved
     plan = plan_partitions(n_nodes, n_lines, config.dimension, _budget(config), config.num_partitions)
+    if plan.num_partitions < min_partitions:
+        plan = plan_partitions(n_nodes, n_lines, config.dimension, _budget(config), min(min_partitions, n_nodes))
     # memory and disk checked before any bucket or checkpoint is written (pass 1 wrote nothing)
     check_resources(plan, n_nodes, n_lines, config, root, vectors_file)
     root.mkdir(parents=True, exist_ok=True)
@@ -305,11 +310,89 @@ def embed_edge_files(
         if work_dir is not None:
             vectors_path = root / "vectors.npy"
             (root / "ids.txt").write_text("".join(f"{pid}\n" for pid in node_ids.ids.astype(str)), encoding="utf-8")
-        say("training PBG")
+        report.workers = workers_for(config, report.train_edges)
+        say(f"training PBG ({report.workers} worker{'s' if report.workers != 1 else ''})")
         vectors, link = _train_pbg(root, config, len(node_ids), buckets.plan, buckets.test_rows, vectors_path,
-                                   report.phases)
+                                   report.phases, workers=report.workers)
         say(f"trained; link prediction {link}")
     ids = node_ids.as_strings()
     report.seconds = time.perf_counter() - started
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=_IdPairs(buckets.test_rows, ids))
+
+
+# ---------------------------------------------------------------------------------------------- several machines
+_DISTRIBUTED_FILE = "distributed.json"
+
+
+def prepare_distributed(
+    paths: str | Path | Iterable[str | Path],
+    config: GraphEmbeddingConfig,
+    work_dir: str | Path,
+    machines: int,
+    init_method: str,
+    chunk_size: int = 1_000_000,
+    verbose: bool = False,
+) -> list[str]:
+    """Everything ``machines`` machines need to train PyTorch-BigGraph's distributed mode on one graph, written to
+    ``work_dir`` (a folder every machine sees at the same path: NFS, a cluster file system): PBG's partitioned
+    buckets (at least two partitions a machine), the entity counts, ``ids.txt``, the held-out edges, and
+    ``config.py`` for PBG's trainer (``num_machines``, ``distributed_init_method``, the trainers serving
+    the partitions, ``workers`` = :attr:`GraphEmbeddingConfig.workers` or each machine's cores). Returns the command
+    to start on each machine (rank 0 first); :func:`collect_distributed` then reads the trained vectors.
+    See book/reproducing.md, "The citation graph on several machines"."""
+    from torchbiggraph.graph_storages import ENTITY_STORAGES
+
+    from sdr.graph.pbg import _ENTITY, _partition_sizes, _pbg_settings
+
+    if machines < 2:
+        raise ValueError(f"prepare_distributed: needs at least 2 machines, got {machines} (one machine: embed_edge_files)")
+    if not init_method or "://" not in init_method:
+        raise ValueError(f"prepare_distributed: init_method must be a URI every machine reaches, e.g. "
+                         f"tcp://HOST-OF-RANK-0:29500 or file:///shared/pbg-rendezvous; got {init_method!r}")
+    root = Path(work_dir).resolve()
+    say = (lambda message: print(f"[graph] {message}", flush=True)) if verbose else None
+    buckets = write_buckets(paths, config, root, chunk_size=chunk_size, say=say, min_partitions=2 * machines)
+    n_nodes, plan = len(buckets.node_ids), buckets.plan
+    storage = ENTITY_STORAGES.make_instance(str(root / "entities"))
+    storage.prepare()
+    for partition, size in enumerate(_partition_sizes(n_nodes, plan.num_partitions)):
+        storage.save_count(_ENTITY, partition, size)
+    (root / "ids.txt").write_text("".join(f"{pid}\n" for pid in buckets.node_ids.ids.astype(str)), encoding="utf-8")
+    np.save(root / "test_rows.npy", buckets.test_rows)
+    settings = _pbg_settings(config, root / "entities", root / "train", root / "checkpoints", plan.num_partitions,
+                             plan.max_edges_per_chunk, config.workers or 0, machines, init_method)
+    if not config.workers:
+        settings.pop("workers")  # PBG then uses each machine's CPU count
+    (root / "config.py").write_text(
+        '"""PyTorch-BigGraph config written by sdr.graph.prepare_distributed (run: python -m sdr.graph.pbg_train '
+        'config.py --rank R on each machine)."""\nimport json\n\n\ndef get_torchbiggraph_config():\n'
+        f"    return json.loads({json.dumps(json.dumps(settings, indent=1))})\n", encoding="utf-8")
+    about = {"nodes": n_nodes, "num_partitions": plan.num_partitions, "machines": machines,
+             "init_method": init_method, "config": asdict(config), "report": asdict(buckets.report)}
+    (root / _DISTRIBUTED_FILE).write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")
+    return [f"python -m sdr.graph.pbg_train {root / 'config.py'} --rank {rank}" for rank in range(machines)]
+
+
+def collect_distributed(work_dir: str | Path, link_prediction: bool = True) -> GraphEmbedding:
+    """The vectors of a distributed run prepared by :func:`prepare_distributed` once every machine finished:
+    ``work_dir/vectors.npy`` (memory-mapped) in the order of ``ids.txt``, and link prediction on the held-out
+    edges."""
+    from torchbiggraph.config import ConfigFileLoader
+
+    from sdr.graph.link_prediction import _link_prediction
+    from sdr.graph.pbg import _read_vectors
+
+    root = Path(work_dir).resolve()
+    about = json.loads((root / _DISTRIBUTED_FILE).read_text(encoding="utf-8"))
+    pbg_config = ConfigFileLoader().load_config(str(root / "config.py"))
+    n_nodes, partitions = int(about["nodes"]), int(about["num_partitions"])
+    test_rows = np.load(root / "test_rows.npy")
+    link = _link_prediction(pbg_config, test_rows, partitions) if link_prediction and len(test_rows) else {}
+    vectors = _read_vectors(pbg_config, n_nodes, partitions, root / "vectors.npy")
+    ids = (root / "ids.txt").read_text(encoding="utf-8").split()
+    config = GraphEmbeddingConfig(**{k: v for k, v in about["config"].items()
+                                     if k in GraphEmbeddingConfig.__dataclass_fields__})
+    report = EmbeddingReport(**{k: v for k, v in about["report"].items() if k in EmbeddingReport.__dataclass_fields__})
+    return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
+                          test_edges=_IdPairs(test_rows, ids))

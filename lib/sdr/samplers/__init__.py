@@ -6,7 +6,8 @@
 * :func:`knn_band_triplets` — SciNCL (Ostendorff et al.) §3.3–3.4: k-NN bands over citation embeddings
   with filtered-random easy negatives; :func:`count_collisions` (SciNCL A.7.10 / A.8). At scale:
   :func:`knn_bands` searches once, in blocks, for several band settings (main run + k⁻hard sweep) and keeps
-  only the bands (:class:`KnnBands`); :class:`NeighbourIndex` is the search (exact FAISS flat or IVF; FAISS
+  only the bands (:class:`KnnBands`), its search kept (:class:`SearchCache`) for every seed and ablation on the
+  same embedding; :class:`NeighbourIndex` is the search (exact FAISS flat or IVF; FAISS
   GPU or torch on CUDA when present); :func:`band_recall` measures an IVF index's bands against exact search
   (:func:`exact_neighbours`) on a sample; :func:`band_check` is the per-triplet rank table, blocked.
 * :class:`PKBatchSampler` — P classes × K examples batches for metric-learning losses (SciToricsBERT).
@@ -30,8 +31,8 @@ from sdr.samplers.knn import (
     EXACT_SEARCH_BUDGET, FAISS_GPU_MAX_K, METRICS, NeighbourIndex, _rows_of, exact_neighbours, flat_index,
 )
 from sdr.samplers.bands import (
-    BandSetting, KnnBands, _random_rows, _random_rows_marked, band_check, band_recall, knn_band_triplets,
-    knn_bands,
+    SEARCH_CACHE, BandSetting, KnnBands, SearchCache, _random_rows, _random_rows_marked, band_check, band_recall,
+    knn_band_triplets, knn_bands,
 )
 from sdr.samplers.pk import PKBatchSampler
 
@@ -46,6 +47,8 @@ __all__ = [
     "knn_bands",
     "KnnBands",
     "BandSetting",
+    "SearchCache",
+    "SEARCH_CACHE",
     "NeighbourIndex",
     "exact_neighbours",
     "band_check",

@@ -11,9 +11,16 @@ It changes with SciNCL's sampling recipe; the search itself is :mod:`sdr.sampler
 
 from __future__ import annotations
 
-from collections import Counter
+import atexit
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -133,6 +140,7 @@ class KnnBands:
     easy: dict
     search: str = ""
     seconds: float = 0.0
+    reused: bool = False  # the neighbour lists came from an earlier search (SearchCache), not a new one
 
     def triplets(self, setting=None, margin: float = 1.0, verbose: bool = False) -> tuple[list[Triplet], SamplingReport]:
         """The triplets of one setting (the first one searched when None), as :func:`knn_band_triplets`
@@ -168,6 +176,103 @@ class KnnBands:
         return _finish(report, triplets, verbose)
 
 
+# ---------------------------------------------------------------------------------------------- one search, reused
+def _digest(array: np.ndarray, block_rows: int = 65536) -> str:
+    """blake2b of an array's shape, dtype and bytes, read in blocks (a memory-mapped array stays on disk)."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(f"{array.shape}|{array.dtype}".encode())
+    for start in range(0, len(array), block_rows):
+        digest.update(np.ascontiguousarray(array[start:start + block_rows]).tobytes())
+    return digest.hexdigest()
+
+
+class SearchCache:
+    """The neighbour lists of past searches (``queries × depth`` rows, nearest first, ``-1`` padding), keyed by the
+    embedding's bytes, the ids, the query rows, the metric and the index, so that every seed and ablation of a chapter
+    on one embedding reuses one search: the bands and the easy negatives are cheap to derive, the search is not (an
+    exact search of SciNCL's 136,820 queries over 680,967 papers takes hours on a CPU). A search to depth ``D``
+    serves every setting of depth ``≤ D`` (an exact search's first ``d`` neighbours are a search to depth ``d``,
+    ties aside).
+
+    Lists of up to ``memory_bytes`` stay in memory; larger ones are memory-mapped ``.npy`` files in ``folder``
+    (``$SDR_BAND_CACHE``; by default a temporary folder removed at exit), where a later process finds them too
+    (``<key>.npy`` with ``<key>.json``). At most ``max_entries`` searches are kept, the least recently used dropped.
+    """
+
+    def __init__(self, folder: str | Path | None = None, memory_bytes: int = 1 << 30, max_entries: int = 4):
+        self.folder = Path(folder) if folder else None
+        self.memory_bytes, self.max_entries = memory_bytes, max_entries
+        self._entries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._temporary: Path | None = None
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(vectors: np.ndarray, ids: Sequence[str], query_rows: np.ndarray, metric: str, index: str) -> str:
+        """What a search depends on: the vectors, the ids (row order), the query rows, the metric, the index."""
+        parts = [_digest(vectors), hashlib.blake2b("\n".join(ids).encode(), digest_size=20).hexdigest(),
+                 _digest(np.asarray(query_rows, dtype=np.int64)), metric, index]
+        return hashlib.blake2b("|".join(parts).encode(), digest_size=20).hexdigest()
+
+    def _disk(self) -> Path:
+        if self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            return self.folder
+        if self._temporary is None:
+            self._temporary = Path(tempfile.mkdtemp(prefix="sdr-band-cache-"))
+            atexit.register(shutil.rmtree, self._temporary, True)
+        return self._temporary
+
+    def get(self, key: str, depth: int) -> np.ndarray | None:
+        """The neighbour lists of a search of depth ≥ ``depth`` (its first ``depth`` columns), or None."""
+        found = self._entries.get(key)
+        if found is None and self.folder is not None and (self.folder / f"{key}.npy").exists():
+            found = np.load(self.folder / f"{key}.npy", mmap_mode="r")
+            self._entries[key] = found
+        if found is None or found.shape[1] < depth:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return found[:, :depth]
+
+    def allocate(self, key: str, shape: tuple[int, int], dtype) -> np.ndarray:
+        """Room for a search's lists: in memory, or a memory-mapped file when larger than ``memory_bytes``."""
+        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if size <= self.memory_bytes and self.folder is None:
+            return np.empty(shape, dtype=dtype)
+        path = self._disk() / f"{key}.partial.npy"
+        return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+
+    def put(self, key: str, found: np.ndarray, about: dict | None = None) -> None:
+        if isinstance(found, np.memmap):
+            found.flush()
+            partial = Path(found.filename)
+            final = partial.with_name(f"{key}.npy")
+            os.replace(partial, final)
+            found = np.load(final, mmap_mode="r")
+            if self.folder is not None:
+                (self.folder / f"{key}.json").write_text(json.dumps(about or {}, indent=1) + "\n", encoding="utf-8")
+        self._entries[key] = found
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+#: The process's search cache (``$SDR_BAND_CACHE`` keeps large searches across processes).
+SEARCH_CACHE = SearchCache(os.environ.get("SDR_BAND_CACHE") or None)
+
+
+def _index_key(searcher: NeighbourIndex) -> str:
+    """What of the index decides a search's answer (an exact search: only that it is exact)."""
+    kind = getattr(searcher, "_cpu_kind", None) or searcher.kind
+    if kind == "flat":
+        return "exact"
+    return f"{kind}|nlist={searcher.nlist}|nprobe={searcher.nprobe}|seed={searcher.seed}"
+
+
 def _positions_of(ids: Sequence[str], wanted: Iterable[str]) -> dict[str, int]:
     """Row of each wanted id, by one scan of ``ids`` (no dictionary over the whole corpus)."""
     wanted = set(wanted)
@@ -194,6 +299,7 @@ def knn_bands(
     device: str = "auto",
     block_size: int = 1024,
     progress: bool = False,
+    cache: SearchCache | bool = True,
 ) -> KnnBands:
     """One neighbour search for several SciNCL band settings (the main one and, say, a k⁻hard sweep).
 
@@ -203,6 +309,11 @@ def knn_bands(
     setting with their own ``numpy`` generator seeded ``seed``, in query order, so every setting gets the
     triplets :func:`knn_band_triplets` alone would give with that seed. Queries not in ``ids`` are counted
     as skipped.
+
+    ``cache``: the search's neighbour lists are kept (:data:`SEARCH_CACHE`, or the :class:`SearchCache` given) and a
+    later call on the same embedding, ids, queries, metric and index — another seed, another band setting of no
+    greater depth, an ablation that changes only the sampling — reuses them instead of searching again
+    (``KnnBands.search`` says "reused"). ``False`` searches without keeping anything (memory: one block).
     """
     import time
 
@@ -240,6 +351,10 @@ def knn_bands(
     searcher = index if isinstance(index, NeighbourIndex) else NeighbourIndex(
         vectors, metric, index, nlist=nlist, nprobe=nprobe, device=device, seed=seed)
     q = len(query_rows)
+    store = SEARCH_CACHE if cache is True else (cache or None)
+    key = store.key(vectors, ids, query_rows, metric, _index_key(searcher)) if store is not None and q else None
+    kept = store.get(key, depth) if key is not None else None
+    reused = kept is not None
     row_type = np.int32 if n < 2 ** 31 else np.int64
     positives = {s: np.full((q, used.c_pos), -1, row_type) for s, (used, _) in clipped.items()}
     hard = {s: np.full((q, used.c_hard), -1, row_type) for s, (used, _) in clipped.items()}
@@ -247,8 +362,26 @@ def knn_bands(
     generators = {s: np.random.default_rng(seed) for s in clipped}
     marked = np.zeros(n, dtype=bool)
     done = 0
-    if q:
+
+    def searched_blocks():
+        """(rows, neighbours) per block: from the kept search, or searched now (and kept)."""
+        if reused:
+            for start in range(0, q, block_size):
+                yield query_rows[start:start + block_size], np.asarray(kept[start:start + block_size], dtype=np.int64)
+            return
+        buffer = store.allocate(key, (q, depth), row_type) if key is not None else None
+        position = 0
         for rows, found in searcher.blocks(query_rows, depth, block_size, progress=progress):
+            if buffer is not None:
+                buffer[position:position + len(rows)] = found
+            position += len(rows)
+            yield rows, found
+        if buffer is not None:
+            store.put(key, buffer, {"n": n, "queries": q, "depth": depth, "metric": metric,
+                                    "index": searcher.describe()})
+
+    if q:
+        for rows, found in searched_blocks():
             block = slice(done, done + len(rows))
             for s, (used, _) in clipped.items():
                 positives[s][block] = found[:, used.k_pos - used.c_pos:used.k_pos]
@@ -264,9 +397,11 @@ def knn_bands(
                     drawn = _random_rows_marked(n, used.c_easy, forbidden, rng, marked)
                     easy[s][done + j, :len(drawn)] = drawn
             done += len(rows)
+    search = (f"reused: the kept search of depth ≥ {depth} ({_index_key(searcher)} index, {metric})" if reused
+              else searcher.describe())
     return KnnBands(ids=ids, query_rows=query_rows, queries_total=total, missing_queries=missing,
-                    settings=clipped, positives=positives, hard=hard, easy=easy, search=searcher.describe(),
-                    seconds=time.perf_counter() - started)
+                    settings=clipped, positives=positives, hard=hard, easy=easy, search=search,
+                    seconds=time.perf_counter() - started, reused=reused)
 
 
 def knn_band_triplets(

@@ -1,0 +1,177 @@
+"""sdr.fetchers.bulk: the Semantic Scholar Datasets API route, on the synthetic Datasets API (release listing,
+pre-signed shard links that expire, gzipped JSONL shards in the real schemas, dropped connections). No test touches
+the network. The bulk pages must read back as the Graph API route's pages of the same papers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sdr import datasets
+from sdr.corpus import read_s2_citations
+from sdr.fetchers import bulk, completion
+from sdr.fetchers.http import ApiError, Client
+from sdr.synthetic import make_corpus
+from sdr.synthetic.s2_api import SyntheticGraphApi, corpus_ids
+from sdr.synthetic.s2_datasets import SyntheticDatasetsApi
+
+OUTPUTS = ("references.jsonl", "citations.jsonl", "papers.jsonl", "anchors.txt", "missing.jsonl")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus(n_papers=60, seed=3)
+
+
+def services(corpus, **options):
+    ids = corpus_ids(corpus)
+    datasets_api = SyntheticDatasetsApi(corpus, ids, **options)
+    graph_api = SyntheticGraphApi(corpus, ids, sha_ids=True)
+
+    def transport(method, url, headers, body, timeout):
+        service = datasets_api if "/datasets/v1/" in url else graph_api
+        return service(method, url, headers, body, timeout)
+
+    client = Client(rate=1e6, api_key="test-key", transport=transport, sleep=lambda s: None, say=lambda m: None)
+    return ids, datasets_api, graph_api, client
+
+
+def fetch(name, folder, corpus, anchors=None, opener=None, **options):
+    ids, datasets_api, graph_api, client = services(corpus, **options)
+    if anchors is None and name != "s2orc_citation_graph":
+        anchors = [graph_api.external(p) for p in sorted(corpus.papers)[::5]]  # 40-hex ids, resolved by /paper/batch
+    bulk.fetch_dataset(datasets.get(name), folder, progress=False, client=client, opener=opener or datasets_api.open,
+                       anchors=anchors, sleep=lambda s: None, memory_limit="512MB")
+    return ids, datasets_api
+
+
+def test_bulk_pages_read_back_as_the_graph_api_pages_of_the_same_papers(tmp_path, corpus):
+    from sdr.fetchers.semantic_scholar import CitationFetcher
+
+    ids, _, graph_api, client = services(corpus)
+    anchors = [graph_api.external(p) for p in sorted(corpus.papers)[::5]]
+    fetch("s2ag_bulk_thesis", tmp_path / "bulk", corpus, anchors)
+    CitationFetcher(tmp_path / "graph", client, progress=False).fetch(anchors)
+    bulk_graph, bulk_papers, bulk_report = read_s2_citations(tmp_path / "bulk")
+    api_graph, api_papers, _ = read_s2_citations(tmp_path / "graph")
+    corpus_id = {graph_api.external(p): str(c) for p, c in ids.items()}
+    assert {(c.citing, c.cited, c.intents) for c in bulk_graph} == \
+        {(corpus_id[c.citing], corpus_id[c.cited], c.intents) for c in api_graph}  # the same edges and intents
+    assert (tmp_path / "bulk" / "anchors.txt").read_text().split() == [corpus_id[a] for a in anchors]
+    assert {bulk_papers[corpus_id[a]].title for a in anchors} == {api_papers[a].title for a in anchors}
+    # the bulk records carry link-level intents only: read_s2_citations counts those links (a stated difference)
+    assert bulk_report.counts["no contextsWithIntent: every intent given all the link's contexts"] > 0
+    assert bulk_report.counts["references: other paper has no paperId"] > 0  # null citedcorpusid: skipped, counted
+    record = completion.fetch_state(tmp_path / "bulk").record
+    assert record["counts"]["release"] == "2024-04-02" and record["counts"]["references_of_references"] > 0
+    assert any("contextsWithIntent" in note for note in record["notes"])
+
+
+def test_an_interrupted_bulk_fetch_is_partial_and_resumes_to_the_same_files(tmp_path, corpus):
+    whole = tmp_path / "whole"
+    fetch("s2ag_bulk_thesis", whole, corpus)
+    ids, datasets_api, graph_api, client = services(corpus, drop_after_bytes=300, expire_after_opens=5)
+    opens = []
+
+    def failing(url, start=0):
+        opens.append(url)
+        if len(opens) == 7:
+            raise KeyboardInterrupt  # the process is stopped mid-way (the second pass over the citations)
+        return datasets_api.open(url, start)
+
+    broken = tmp_path / "broken"
+    anchors = [graph_api.external(p) for p in sorted(corpus.papers)[::5]]
+    with pytest.raises(KeyboardInterrupt):
+        bulk.fetch_dataset(datasets.get("s2ag_bulk_thesis"), broken, progress=False, client=client, opener=failing,
+                           anchors=anchors, sleep=lambda s: None)
+    state = completion.fetch_state(broken)
+    assert not state.complete and state.progress["unit"] == "shards"
+    assert state.describe("s2ag_bulk_thesis").startswith("partial: ") and "sdr data fetch s2ag_bulk_thesis" in \
+        state.describe("s2ag_bulk_thesis")
+    done = [json.loads(line) for line in (broken / "work" / "done.jsonl").read_text().splitlines()]
+    assert 0 < len(done) < 12
+    with (broken / "work" / "done.jsonl").open("a") as handle:
+        handle.write('{"pass": "citations:sec')  # a torn bookkeeping line: dropped, that shard read again
+    bulk.fetch_dataset(datasets.get("s2ag_bulk_thesis"), broken, progress=False, client=client,
+                       opener=datasets_api.open, anchors=anchors, sleep=lambda s: None)
+    assert completion.fetch_state(broken).complete and not (broken / "work").exists()
+    counts = completion.fetch_state(broken).record["counts"]
+    assert counts["downloads_resumed"] > 0 and counts["links_refreshed"] > 0  # Range resumes, expired links listed
+    for name in OUTPUTS:
+        assert (broken / name).read_bytes() == (whole / name).read_bytes(), name
+    first = len(opens)
+    bulk.fetch_dataset(datasets.get("s2ag_bulk_thesis"), broken, progress=False, client=client, opener=failing,
+                       anchors=anchors)
+    assert len(opens) == first  # complete: nothing is fetched again
+
+
+def test_the_s2orc_citation_graph_is_an_edge_list_over_the_s2orc_papers(tmp_path, corpus):
+    from sdr.graph import EdgeFiles
+
+    ids, datasets_api = fetch("s2orc_citation_graph", tmp_path / "graph", corpus)
+    keep = datasets_api.s2orc_ids()
+    expected = {(str(ids[c.citing]), str(ids[c.cited])) for c in corpus.graph
+                if ids[c.citing] in keep and ids[c.cited] in keep}
+    files = EdgeFiles(tmp_path / "graph" / "edges")
+    found = {(a, b) for citing, cited, _ in files.chunks(1000) for a, b in zip(citing, cited)}
+    assert found == expected and len(expected) < len(corpus.graph)  # edges leaving the node set are not edges
+    stats = json.loads((tmp_path / "graph" / "graph_stats.json").read_text())
+    assert stats["node_set_papers"] == len(keep) and stats["edge_lines"] == len(expected)
+    assert stats["scincl_table4"] == {"nodes": 52_526_134, "edges": 463_697_639}
+    assert datasets.is_complete("s2orc_citation_graph", tmp_path / "graph")
+
+
+def test_the_datasets_api_needs_a_key(tmp_path, corpus, monkeypatch):
+    monkeypatch.delenv("S2_API_KEY", raising=False)
+    with pytest.raises(ApiError, match="needs an API key: set S2_API_KEY"):
+        bulk.fetch_dataset(datasets.get("s2ag_bulk_flew"), tmp_path, progress=False, anchors=["1"])
+    api = SyntheticDatasetsApi(corpus)
+    keyless = Client(rate=1e6, api_key="", transport=api, sleep=lambda s: None)
+    with pytest.raises(ApiError, match="HTTP 403"):
+        bulk.DatasetsApi(keyless).files("latest", "citations")
+
+
+def test_the_plan_states_download_size_and_time():
+    plan = bulk.bulk_plan("s2ag_bulk_flew", bandwidth_mb_s=100, filter_mb_s=50)
+    expected = sum(bulk.RECORDS_PER_RELEASE[d] * bulk.BYTES_PER_RECORD[d] for d in ("citations", "papers", "abstracts"))
+    assert plan["bytes"] == expected and plan["estimated"]
+    assert plan["hours"] == pytest.approx(expected / 100e6 / 3600 + expected / 50e6 / 3600)
+    thesis = bulk.bulk_plan("s2ag_bulk_thesis", {"citations": 300e9, "papers": 40e9, "abstracts": 100e9})
+    assert thesis["bytes"] == 740e9 and not thesis["estimated"]  # two passes over the citations
+    work = bulk.bulk_fetch_work("s2orc_citation_graph", "main")
+    assert work.kind == "fetch" and work.download_bytes == bulk.bulk_plan("s2orc_citation_graph")["bytes"]
+    assert work.other_hours() == pytest.approx(bulk.bulk_plan("s2orc_citation_graph")["hours"])
+
+
+def test_a_chapter_switches_to_the_bulk_route_with_one_line(tmp_path, corpus, monkeypatch):
+    from sdr.methods.flew.recipe import corpus_id_map
+
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SDR_DATA_LOCK", str(tmp_path / "lock.json"))
+    ids, _ = fetch("s2ag_bulk_flew", tmp_path / "cache" / "s2ag_bulk_flew", corpus,
+                   anchors=[str(c) for c in sorted(ids_of(corpus).values())[::5]])
+    switched = tuple("s2ag_bulk_flew" if n == "s2ag_citations_flew" else n for n in datasets.CHAPTER_DATA["flew"])
+    monkeypatch.setitem(datasets.CHAPTER_DATA, "flew", switched)  # the one line
+    monkeypatch.setitem(datasets.CHAPTER_MODELS, "flew", ())  # (its released models are not what this test is about)
+    data = datasets.ChapterData("flew", "paper", needs=("s2ag_bulk_flew",), download=False)
+    try:
+        citations = data.input("s2ag_citations_flew", role="training")  # the chapter's call, unchanged
+    finally:
+        datasets.activate(None)
+    assert citations.path == tmp_path / "cache" / "s2ag_bulk_flew" and citations.name == "s2ag_bulk_flew"
+    mapping = corpus_id_map(citations.path)  # FLeW's query list maps through papers.jsonl's CorpusId
+    assert mapping and all(k == v for k, v in mapping.items())  # corpus ids are the paper ids
+
+
+def ids_of(corpus):
+    return corpus_ids(corpus)
+
+
+def test_the_registry_states_each_bulk_size_as_the_plan_computes_it():
+    for name in bulk.ROUTES:
+        plan = bulk.bulk_plan(name)
+        assert datasets.get(name).size.startswith(f"≈ {plan['bytes'] / 1e12:.2f} TB streamed"), name
+        assert datasets.get(name).fetcher == "bulk" and datasets.get(name).expected
