@@ -54,6 +54,7 @@ WRITES = {
     "book-publish configure": {"_config.yml"},
     "book-publish binder-lock": {"requirements-cpu.lock"},
     "graph embed": {"out", "work_dir"},
+    "graph collect": {"out"},
     "facets train": {"out"},
     "facets split": {"out"},
     "cfs3 build": {"out", "stats", "ngram_dict"},
@@ -217,6 +218,16 @@ def case_graph_embed_work_dir(tmp_path, monkeypatch):
             "--work-dir")
 
 
+def case_graph_collect_out(tmp_path, monkeypatch):
+    import sdr.graph.scale
+
+    monkeypatch.setattr(sdr.graph.scale, "collect_distributed", fail)
+    run = tmp_path / "distributed"
+    run.mkdir()
+    (run / "config.py").write_text("def get_torchbiggraph_config():\n    return {}\n")
+    return ["graph", "collect", run, "--out", run, "--force"], run, "--out"
+
+
 def case_facets_train_out(tmp_path, monkeypatch):
     import sdr.facets.cli
 
@@ -290,6 +301,7 @@ CASES = {
     ("book-publish binder-lock", "requirements-cpu.lock"): case_book_publish_binder_lock,
     ("graph embed", "out"): case_graph_embed_out,
     ("graph embed", "work_dir"): case_graph_embed_work_dir,
+    ("graph collect", "out"): case_graph_collect_out,
     ("facets train", "out"): case_facets_train_out,
     ("facets split", "out"): case_facets_split_out,
     ("cfs3 build", "out"): lambda t, m: _cfs3(t, m, "--out"),

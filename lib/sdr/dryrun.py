@@ -210,16 +210,16 @@ GRAPH_API_HABITS = {"sha_ids": True, "page_size": 4, "null_paper_every": 6,
 
 
 
-def _bulk_services(corpus, fixture: FixtureCorpus):
+def _bulk_services(corpus, fixture: FixtureCorpus, ids=None):
     """The synthetic Datasets API (3 shards a dataset; the first download of every shard drops after 2 kB and links
     expire every 5 downloads, so the fetcher's Range resumes and fresh listings run) and Graph API of ``corpus``,
     behind one client."""
     from sdr.fetchers.http import Client
     from sdr.synthetic.s2_datasets import SyntheticDatasetsApi
 
-    datasets_api = SyntheticDatasetsApi(corpus, fixture.corpus_ids, shards=3, drop_after_bytes=2048,
-                                        expire_after_opens=5)
-    graph_api = SyntheticGraphApi(corpus, fixture.corpus_ids, **GRAPH_API_HABITS)
+    ids = fixture.corpus_ids if ids is None else ids
+    datasets_api = SyntheticDatasetsApi(corpus, ids, shards=3, drop_after_bytes=2048, expire_after_opens=5)
+    graph_api = SyntheticGraphApi(corpus, ids, **GRAPH_API_HABITS)
 
     def transport(method, url, headers, body, timeout):
         service = datasets_api if "/datasets/v1/" in url else graph_api
@@ -229,30 +229,30 @@ def _bulk_services(corpus, fixture: FixtureCorpus):
     return datasets_api, graph_api, client
 
 
-def _bulk_fetch(name: str, folder: Path, corpus, fixture: FixtureCorpus, anchors=None) -> None:
+def _bulk_fetch(name: str, folder: Path, corpus, fixture: FixtureCorpus, anchors=None, ids=None) -> None:
     from sdr.fetchers.bulk import fetch_dataset
 
-    datasets_api, graph_api, client = _bulk_services(corpus, fixture)
+    datasets_api, graph_api, client = _bulk_services(corpus, fixture, ids)
     anchors = anchors(graph_api) if callable(anchors) else anchors
     fetch_dataset(datasets.get(name), folder, progress=False, client=client, opener=datasets_api.open, anchors=anchors,
                   sleep=lambda s: None, memory_limit="1GB")
 
 
 def write_s2ag_bulk_flew(folder: Path, fixture: FixtureCorpus) -> None:
-    """FLeW's citation graph through the bulk route: the released query list (corpus ids, as ``flew_triplets``'
-    fixture has it) filtered out of the synthetic Datasets API's citations, papers and abstracts shards."""
-    from sdr.synthetic.s2_api import shared_queries
-
-    anchors = [str(fixture.corpus_ids[q]) for q in shared_queries(fixture.train.graph)]
-    _bulk_fetch("s2ag_bulk_flew", folder, fixture.train, fixture, anchors)
+    """FLeW's citation graph through the bulk route: the released query list of FLeW's dry-run graph (corpus ids, as
+    ``flew_triplets``' fixture has it, :mod:`sdr.methods.flew.fixtures`) filtered out of the synthetic Datasets
+    API's citations, papers and abstracts shards of that graph."""
+    corpus, ids, queries, _ = _method("flew.fixtures")._dry_run_graph(fixture.seed)
+    _bulk_fetch("s2ag_bulk_flew", folder, corpus, fixture, [str(ids[q]) for q in queries], ids=ids)
 
 
 def write_s2ag_bulk_thesis(folder: Path, fixture: FixtureCorpus) -> None:
-    """The thesis' pages through the bulk route: the anchors of :func:`write_s2_citations_thesis` as 40-hex S2 ids
-    (SciNCL's triples name papers so), resolved to corpus ids through ``/paper/batch``, then two passes over the
-    citations shards (the references of references)."""
-    queries = list(dict.fromkeys(q for q, _, _ in fixture.triplets()))[::3]
-    _bulk_fetch("s2ag_bulk_thesis", folder, fixture.train, fixture,
+    """The thesis' pages through the bulk route: the anchors of the Graph API route's fixture
+    (``sdr.methods.sciaspect.write_dry_run_citations``, the whole fixture corpus) as 40-hex S2 ids (SciNCL's triples
+    name papers so), resolved to corpus ids through ``/paper/batch``, then two passes over the citations shards (the
+    references of references)."""
+    queries = _method("sciaspect").dry_run_anchors(fixture)
+    _bulk_fetch("s2ag_bulk_thesis", folder, fixture.corpus, fixture,
                 lambda graph_api: [graph_api.external(q) for q in queries])
 
 

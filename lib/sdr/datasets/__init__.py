@@ -21,7 +21,7 @@ from sdr.datasets.registry import (
     CSFCUBE_COMMIT, S2AG_BULK_FLEW, S2AG_BULK_THESIS, S2ORC_CITATION_GRAPH, SAME_LAYOUT_AS,
     REAL_PROFILE_DATA,
     CSFCUBE_READABLE_SHA256, CSFCUBE_REPO, CSFCUBE_SHA256, CSFCUBE_SPECTER_POOLS_SHA256, DATASETS, DataFile,
-    Dataset, FLEW_TRIPLETS, MDCR, PUBMED_RCT, S2AG_CITATIONS_FLEW, S2ORC_SAMPLE, S2ORC_SPECTER,
+    Dataset, FLEW_SPLIT_METADATA, FLEW_TRIPLETS, MDCR, PUBMED_RCT, S2AG_CITATIONS_FLEW, S2ORC_SAMPLE, S2ORC_SPECTER,
     S2_CITATIONS_THESIS, SCICITE, SCICITE_FULL, SCIDOCS, SCIDOCS_SPECTER_EMBEDDINGS, SCIREPEVAL,
     SCIREPEVAL_CITE_PREDICTION, SCIREPEVAL_FULL,
     SPECTER_SAMPLE, SPECTER_TRAINING, SPECTER_WOL, fetch_command, get, paper_files,
@@ -37,14 +37,14 @@ from sdr.datasets.policy import (
     ChapterData, DRY_RUN_ENV, DataInput, PaperDataMissing, Policy, REAL_IF_FOUND, REAL_ONLY, REPLICA,
     ReplicaForbidden, activate, active_policy, dry_run, forbid_replica, policy_for,
 )
-from sdr.datasets.cli import register
+from sdr.datasets.cli import check_fetch_targets, register
 
 __all__ = [
     # registry
     "ACADEMIC_PHRASEBANK", "ACL_ARC", "BULK_ROUTE", "S2AG_BULK_FLEW", "S2AG_BULK_THESIS", "S2ORC_CITATION_GRAPH",
     "SAME_LAYOUT_AS", "CFS3", "CF_SENTENCES", "CHAPTER_DATA", "CHAPTER_MODELS", "CSABSTRUCT",
     "CSFCUBE_COMMIT", "CSFCUBE_READABLE_SHA256", "CSFCUBE_REPO", "CSFCUBE_SHA256", "CSFCUBE_SPECTER_POOLS_SHA256",
-    "DATASETS", "DataFile", "Dataset", "FLEW_TRIPLETS", "MDCR", "PUBMED_RCT", "S2AG_CITATIONS_FLEW", "S2ORC_SAMPLE",
+    "DATASETS", "DataFile", "Dataset", "FLEW_SPLIT_METADATA", "FLEW_TRIPLETS", "MDCR", "PUBMED_RCT", "S2AG_CITATIONS_FLEW", "S2ORC_SAMPLE",
     "S2ORC_SPECTER", "S2_CITATIONS_THESIS", "SCICITE", "SCICITE_FULL", "SCIDOCS", "SCIDOCS_SPECTER_EMBEDDINGS",
     "SCIREPEVAL",
     "SCIREPEVAL_CITE_PREDICTION", "SCIREPEVAL_FULL", "SPECTER_SAMPLE", "SPECTER_TRAINING", "SPECTER_WOL",
@@ -61,5 +61,5 @@ __all__ = [
     "ChapterData", "DRY_RUN_ENV", "DataInput", "PaperDataMissing", "Policy", "REAL_IF_FOUND", "REAL_ONLY", "REPLICA",
     "ReplicaForbidden", "activate", "active_policy", "dry_run", "forbid_replica", "policy_for",
     # cli
-    "register",
+    "check_fetch_targets", "register",
 ]

@@ -58,10 +58,10 @@ before.
 """
 
 from sdr.graph.pbg import (
-    COMPARATOR_METRIC, PARALLEL_MIN_EDGES, EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan,
-    default_memory_budget, embed, machine_workers, plan_partitions, training_edges, workers_for,
+    COMPARATOR_METRIC, MAX_REPEATS, PARALLEL_MIN_EDGES, EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan,
+    check_dimension, check_resources, default_memory_budget, embed, machine_workers, plan_partitions, training_edges, workers_for,
 )
-from sdr.graph.edges import Edge, EdgeFiles, edges_of, read_edges_tsv, write_edges_tsv
+from sdr.graph.edges import MAX_WEIGHT, Edge, EdgeFiles, edges_of, read_edges_tsv, write_edges_tsv
 from sdr.graph.scale import Buckets, NodeIds, collect_distributed, embed_edge_files, prepare_distributed, write_buckets
 from sdr.graph.link_prediction import LINK_PREDICTION_METRICS
 from sdr.graph.neighbours import nearest_neighbours
@@ -69,6 +69,10 @@ from sdr.graph.triplet_graph import citation_graph_from_triplets
 from sdr.graph.cli import register
 
 __all__ = [
+    "MAX_REPEATS",
+    "MAX_WEIGHT",
+    "check_dimension",
+    "check_resources",
     "GraphEmbeddingConfig",
     "GraphEmbedding",
     "EmbeddingReport",

@@ -62,8 +62,9 @@ def register(subparsers) -> None:
         description="Write DIR/vectors.npy (and --out JSONL) from the checkpoint of a distributed PBG run prepared by "
                     "`sdr graph embed --machines M --init-method URI --work-dir DIR`, with link prediction on its "
                     "held-out edges.")
-    collecting.add_argument("work_dir")
-    collecting.add_argument("--out", default=None, help="embeddings JSONL to write as well")
+    collecting.add_argument("distributed_run", metavar="WORK_DIR",
+                            help="the distributed run's --work-dir (its vectors.npy and ids.txt are added there)")
+    collecting.add_argument("--out", type=output_file, default=None, help="embeddings JSONL to write as well")
     collecting.add_argument("--force", action="store_true", help="replace --out if it exists")
     collecting.set_defaults(func=_cli_collect)
 
@@ -72,12 +73,12 @@ def _cli_collect(args) -> int:
     from sdr.graph.scale import collect_distributed
     from sdr.outputs import Outputs
 
-    outputs = Outputs(inputs={"WORK_DIR": args.work_dir}, outputs={"--out": args.out}, force=args.force).check()
-    result = collect_distributed(args.work_dir)
+    outputs = Outputs(inputs={"WORK_DIR": args.distributed_run}, outputs={"--out": args.out}, force=args.force).check()
+    result = collect_distributed(args.distributed_run)
     if args.out:
         with outputs.commit() as staged:
             result.save_jsonl(staged["--out"])
-    print(f"{Path(args.work_dir) / 'vectors.npy'}: {len(result.ids)} embeddings of dimension {result.vectors.shape[1]}"
+    print(f"{Path(args.distributed_run) / 'vectors.npy'}: {len(result.ids)} embeddings of dimension {result.vectors.shape[1]}"
           + ("; link prediction on held-out edges: " + ", ".join(f"{k} {v:.2f}" for k, v in
                                                                  result.link_prediction.items())
              if result.link_prediction else ""))

@@ -28,7 +28,7 @@ from sdr.released import ReleasedCheck
 
 __all__ = ["PARTS", "TRAINING_PARTS", "row_part", "selected_parts", "thesis_sizes", "instances_per_anchor",
            "texts_per_instance", "SESSION_HOURS", "t4_words", "cost_plan", "RELEASED_CHECKS", "released_models",
-           "DRY_RUN_BRANCHES", "write_dry_run_citations"]
+           "DRY_RUN_BRANCHES", "write_dry_run_citations", "dry_run_anchors"]
 
 # ------------------------------------------------------------------------------------------------- parts
 _NO_RUN_IN_ONE_SESSION = ("not all in one 12-hour session, and some training runs take several: resume = True "
@@ -392,7 +392,14 @@ def write_dry_run_citations(folder: Path, fixture) -> None:
     the real thesis data overlap SciDocs), and edges without intent give the miscellaneous aspect. The anchors are a
     third of the training papers: with every paper an anchor, "excluding all anchor papers" would leave no hard
     negative. Registered in :data:`sdr.dryrun.WRITERS`."""
+    from sdr.dryrun import GRAPH_API_HABITS
     from sdr.synthetic.s2_api import write_citation_pages
 
-    linked = sorted(fixture.train.graph.nodes)
-    write_citation_pages(fixture.corpus, folder, anchors=linked[::3], ids=fixture.corpus_ids)
+    write_citation_pages(fixture.corpus, folder, anchors=dry_run_anchors(fixture), ids=fixture.corpus_ids,
+                         **GRAPH_API_HABITS)
+
+
+def dry_run_anchors(fixture) -> list[str]:
+    """The dry run's thesis anchors: every third training paper with a link (the Graph API and bulk routes share
+    them)."""
+    return sorted(fixture.train.graph.nodes)[::3]
