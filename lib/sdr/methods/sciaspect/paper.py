@@ -395,8 +395,10 @@ def write_dry_run_citations(folder: Path, fixture) -> None:
     from sdr.dryrun import GRAPH_API_HABITS
     from sdr.synthetic.s2_api import write_citation_pages
 
+    # the Graph API's habits (pages, null ids, 429s, 503s) but the fixture's own paper ids: the leakage branch needs
+    # the ids the SciDocs fixture names
     write_citation_pages(fixture.corpus, folder, anchors=dry_run_anchors(fixture), ids=fixture.corpus_ids,
-                         **GRAPH_API_HABITS)
+                         **{**GRAPH_API_HABITS, "sha_ids": False})
 
 
 def dry_run_anchors(fixture) -> list[str]:
