@@ -1,7 +1,8 @@
 """Seeds and intervals: the spread of a score over training seeds, a paired bootstrap interval for the
 difference between two systems scored on the same queries (queries only, or seeds then queries:
 :func:`seed_query_bootstrap`), Student's t over seeds (the papers' view), Holm's correction for a family of
-comparisons, and the sentence a page may say about a difference (:func:`verdict`).
+comparisons, and the sentence a page may say about a difference (:func:`verdict`; :func:`direction` for counting
+above / below / within noise the same way).
 
 The bootstrap resamples *queries* (with replacement, the same draw for both systems: paired), within each group
 when the benchmark's score is a mean of group means (CSFCube's test score is the mean of its two folds' means, so
