@@ -168,8 +168,6 @@ class CSFCubeScores:
     reader: PaperReader
     sources: list[str]
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
-    #: ``{model: {query chunk id: 0 or 100}}``: each query's Recall@1 in points, the same queries for every model
-    per_query: dict = field(default_factory=dict)
 
     def vectors(self, name: str, encoder) -> dict:
         """CSFCube vectors of model ``name`` read by ``encoder``: every candidate and every (query, facet)."""
@@ -326,8 +324,6 @@ class SciRepEvalScores:
     sources: list[str]
     task_ids: dict = field(default_factory=dict)  # task → its papers' ids and its group (the leakage audit reads it)
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
-    #: ``{model: {query chunk id: 0 or 100}}``: each query's Recall@1 in points, the same queries for every model
-    per_query: dict = field(default_factory=dict)
 
     @property
     def counted(self) -> dict:
