@@ -33,6 +33,20 @@ def test_hand_computed_recall():
     assert same["recall@1"] == result["recall@1"] and same["recall@3"] == result["recall@3"]
 
 
+def test_per_query_hits_are_the_recall_query_by_query():
+    vectors = np.array([[POSITIONS[c.id]] for c in CHUNKS])
+    plain = paragraphs.evaluate(vectors, CHUNKS, ks=(1, 3))
+    result = paragraphs.evaluate(vectors, CHUNKS, ks=(1, 3), block_size=3, per_query=True)
+    # the hand-computed hits of test_hand_computed_recall; the scores and report are unchanged by the option
+    assert result["per_query"] == {"recall@1": {"a1": 1, "a2": 0, "b1": 0, "b2": 0},
+                                   "recall@3": {"a1": 1, "a2": 1, "b1": 0, "b2": 1}}
+    assert {k: v for k, v in result.items() if k != "per_query"} == plain and "per_query" not in plain
+    by_position = paragraphs.evaluate(vectors, [c.paper_id for c in CHUNKS], ks=(1,), per_query=True)
+    assert by_position["per_query"] == {"recall@1": {"0": 1, "1": 0, "2": 0, "3": 0}}
+    with pytest.raises(ValueError, match=r"distinct chunk ids; repeated: \['a1'\]"):
+        paragraphs.evaluate(vectors, [*CHUNKS[:4], paragraphs.Chunk("a1", "c")], per_query=True)
+
+
 def test_embeddings_by_id_report_missing(capsys):
     vectors = {cid: np.array([p]) for cid, p in POSITIONS.items() if cid != "b2"}
     result = paragraphs.evaluate(vectors, CHUNKS, ks=(1,))

@@ -1,7 +1,8 @@
 """Seeds and intervals: the spread of a score over training seeds, a paired bootstrap interval for the
 difference between two systems scored on the same queries (queries only, or seeds then queries:
 :func:`seed_query_bootstrap`), Student's t over seeds (the papers' view), Holm's correction for a family of
-comparisons, and the sentence a page may say about a difference (:func:`verdict`).
+comparisons, and the sentence a page may say about a difference (:func:`verdict`; :func:`direction` for counting
+above / below / within noise the same way).
 
 The bootstrap resamples *queries* (with replacement, the same draw for both systems: paired), within each group
 when the benchmark's score is a mean of group means (CSFCube's test score is the mean of its two folds' means, so
@@ -145,18 +146,34 @@ def holm(p_values: Mapping[str, float]) -> dict[str, float]:
     return adjusted
 
 
+def direction(result: Mapping, adjusted_p: float | None = None, alpha: float = 1 - LEVEL, min_items: int = 0) -> str:
+    """``"above"``, ``"below"`` or ``"within noise"``: the side of 0 the interval (``result`` as
+    :func:`paired_bootstrap` gives it) lies on, "within noise" when it includes 0, when the adjusted p-value is not
+    below ``alpha``, or when fewer than ``min_items`` items were resampled (too few for a percentile interval)."""
+    low, high, difference = result["low"], result["high"], result["difference"]
+    enough = result.get("queries", min_items) >= min_items
+    if enough and (low > 0 or high < 0) and (adjusted_p is None or adjusted_p < alpha):
+        return "above" if difference > 0 else "below"
+    return "within noise"
+
+
 def verdict(system: str, reference: str, result: Mapping, adjusted_p: float | None = None, alpha: float = 1 - LEVEL,
-            unit: str = "") -> str:
+            unit: str = "", resampled: str | None = None, min_items: int = 0) -> str:
     """One sentence that ranks two systems, generated from the interval (and, within a family of comparisons,
     the Holm-adjusted p-value): "above"/"below" only when the interval excludes 0 and the adjusted p-value is below
-    ``alpha``; otherwise the difference is "within noise". It says what the interval resamples."""
+    ``alpha`` (:func:`direction`); otherwise the difference is "within noise". It says what the interval resamples:
+    ``resampled`` when given (e.g. "SciRepEval's 12 tasks, one trained model"), else the seed-and-query bootstrap's
+    reading. With fewer than ``min_items`` resampled items the sentence says so and ranks nothing."""
     low, high, difference = result["low"], result["high"], result["difference"]
     interval = f"{difference:+.2f}{unit} [{low:+.2f}, {high:+.2f}]"
-    what = ("queries only: conditional on one trained model" if result.get("conditional_on_one_model")
-            else "training seeds and queries")
-    significant = (low > 0 or high < 0) and (adjusted_p is None or adjusted_p < alpha)
+    what = resampled if resampled is not None else (
+        "queries only: conditional on one trained model" if result.get("conditional_on_one_model")
+        else "training seeds and queries")
     adjusted = f", Holm-adjusted p = {adjusted_p:.3f}" if adjusted_p is not None else ""
-    if significant:
-        side = "above" if difference > 0 else "below"
+    side = direction(result, adjusted_p, alpha, min_items)
+    if result.get("queries", min_items) < min_items:
+        return (f"{system} and {reference} are within noise of each other as far as this run can tell: {interval} "
+                f"({what}{adjusted}; only {result['queries']} items, too few for a percentile interval to rank them).")
+    if side != "within noise":
         return f"{system} is {side} {reference}: {interval} ({what}{adjusted})."
     return f"{system} and {reference} are within noise of each other: {interval} ({what}{adjusted})."

@@ -117,12 +117,16 @@ def evaluate(
     ks: Sequence[int] = DEFAULT_KS,
     block_size: int = 1024,
     progress: bool = False,
+    per_query: bool = False,
 ) -> dict:
     """Recall@k of same-paper chunks: ``{"recall@1", "recall@3", "report": {...}}`` (fractions).
 
     ``embeddings`` is an ``[n, d]`` array aligned with ``chunks`` (``Chunk`` objects or their paper
     ids), or ``{chunk_id: vector}`` with ``Chunk`` objects (chunks without a vector are reported and
     left out). Distances are computed in blocks of queries; ties keep the input order.
+    ``per_query`` adds ``"per_query": {"recall@k": {query: 0 or 1}}``, keyed by the query's chunk id
+    (its position, as a string, when ``chunks`` are paper ids): each Recall@k is their mean, so two
+    systems can be compared query by query (:func:`sdr.stats.paired_bootstrap`).
     """
     missing = MissingEmbeddings("paragraphs")
     if isinstance(embeddings, Mapping):
@@ -132,12 +136,17 @@ def evaluate(
         kept = [c for c in chunks if c.id in found]
         vectors = np.stack([embeddings[c.id] for c in kept]) if kept else np.zeros((0, 1))
         paper_ids = [c.paper_id for c in kept]
+        query_ids = [c.id for c in kept]
         missing.warn()
     else:
         vectors = np.asarray(embeddings)
         paper_ids = [c.paper_id if isinstance(c, Chunk) else str(c) for c in chunks]
         if vectors.ndim != 2 or len(vectors) != len(paper_ids):
             raise ValueError(f"paragraphs: {len(vectors)} embeddings for {len(paper_ids)} chunks")
+        query_ids = [c.id if isinstance(c, Chunk) else str(i) for i, c in enumerate(chunks)]
+    if per_query and len(set(query_ids)) != len(query_ids):
+        repeated = sorted(i for i, n in Counter(query_ids).items() if n > 1)
+        raise ValueError(f"paragraphs: per-query hits need distinct chunk ids; repeated: {repeated[:5]}")
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
         raise ValueError(f"paragraphs: ks must be positive integers, got {ks}")
@@ -148,6 +157,7 @@ def evaluate(
         raise ValueError("paragraphs: no paper has two chunks; nothing can be retrieved")
     depth = min(max(ks), len(papers) - 1)
     hits = {k: 0 for k in ks}
+    found = {k: {} for k in ks}  # query id → 0/1, only filled with per_query
     for start in tqdm(range(0, len(queries), block_size), desc="paragraph retrieval", disable=not progress):
         block = queries[start : start + block_size]
         distances = l2_distances(vectors[block], vectors)
@@ -155,7 +165,10 @@ def evaluate(
         nearest = np.argsort(distances, axis=1, kind="stable")[:, :depth]
         same = papers[nearest] == papers[block][:, None]
         for k in ks:
-            hits[k] += int(np.any(same[:, :k], axis=1).sum())
+            hit = np.any(same[:, :k], axis=1)
+            hits[k] += int(hit.sum())
+            if per_query:
+                found[k].update((query_ids[q], int(h)) for q, h in zip(block.tolist(), hit.tolist()))
     result = {f"recall@{k}": hits[k] / len(queries) for k in ks}
     result["report"] = {
         "chunks": len(papers),
@@ -164,6 +177,8 @@ def evaluate(
         "excluded_single_chunk_papers": int(sum(1 for n in sizes.values() if n == 1)),
         "missing_embeddings": missing.report(),
     }
+    if per_query:
+        result["per_query"] = {f"recall@{k}": found[k] for k in ks}
     return result
 
 

@@ -61,11 +61,28 @@ class Paragraphs:
     source: str
     sources: list[str]
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # our rows beside the paper's (fidelity.pair_rows)
+    #: ``{model: {query chunk id: 0 or 100}}``: each query's Recall@1 in points, the same queries for every model
+    per_query: dict = field(default_factory=dict)
 
     def describe(self) -> str:
         r = self.report
         return (f"{r['chunks']} aspect texts of {r['papers']} papers, {r['queries']} queries "
                 f"({r['excluded_single_chunk_papers']} single-text papers excluded)")
+
+    def compare(self, system: str, reference: str, system_label: str, reference_label: str,
+                seed: int = 0) -> tuple[str, str]:
+        """``system`` against ``reference`` on Recall@1 (points), with a paired bootstrap interval over the
+        queries (one trained model each, so conditional on those models): ``(direction, sentence)``
+        (:func:`sdr.stats.direction`, :func:`sdr.stats.verdict`)."""
+        from sdr.stats import direction, paired_bootstrap, verdict
+
+        missing = [name for name in (system, reference) if name not in self.per_query]
+        if missing:
+            raise ChapterCheckFailed(f"paragraph retrieval: no per-query Recall@1 kept for {missing}")
+        result = paired_bootstrap(self.per_query[system], self.per_query[reference], seed=seed)
+        what = (f"Recall@1, paired bootstrap over the {result['queries']} paragraph queries, one trained model each: "
+                "conditional on those models")
+        return direction(result), verdict(system_label, reference_label, result, unit=" points", resampled=what)
 
     def gains_line(self) -> str:
         gains = self.ours.drop(index="untrained")["recall@1"] - self.ours.loc["untrained", "recall@1"]
@@ -86,7 +103,7 @@ def paragraph_table(run, inputs, source: TrainingSource, split: HeldOut, models:
     ours_texts = [f"{ASPECT_TOKENS[c.section]} {c.text}" for c in chunks]
     scores = {name: paragraphs.evaluate(encoder.encode_texts(
                   [c.text for c in chunks] if name == "SPECTER" else ours_texts,
-                  batch_size=p.eval_batch_size, progress=False), chunks)
+                  batch_size=p.eval_batch_size, progress=False), chunks, per_query=True)
               for name, encoder in models.items()}
     ours = pd.DataFrame({name: {"recall@1": 100 * r["recall@1"], "recall@3": 100 * r["recall@3"]}
                          for name, r in scores.items()}).T
@@ -103,8 +120,10 @@ def paragraph_table(run, inputs, source: TrainingSource, split: HeldOut, models:
     line = (f"paragraphs: the aspect texts of {len(split.papers)} held-out papers of the {inputs.full_text.kind} "
             f"full text ({report['chunks']} texts)")
     pairs = paired_table(run, inputs, "cosaemb_paragraphs", ours, paper, ["recall@1", "recall@3"])
+    per_query = {name: {query: 100 * hit for query, hit in r["per_query"]["recall@1"].items()}
+                 for name, r in scores.items()}
     return Paragraphs(ours, paper, table, report, line, [*released.sources, line, "CoSaEmb Table 6 (paper rows)"],
-                      pairs)
+                      pairs, per_query)
 
 
 # ------------------------------------------------------------------------------------------------- CSFCube, SciRepEval
@@ -429,20 +448,22 @@ def findings(run, inputs, headings: Headings, built: CoSaEmbTriplets, counts: Co
                                                          recall.sort_values(ascending=False).items()) + ".",
     ]
     if "flat (1, 1, 1)" in recall.index and graded not in (None, "flat (1, 1, 1)"):
-        flat = recall["flat (1, 1, 1)"]
-        lines.append(f"**Margin gradation.** The graded (1, 2, 3) run {'beat' if recall[graded] > flat else 'did not beat'} "
-                     f"the flat (1, 1, 1) run here ({points(recall[graded] - flat)} points; the paper's Table 6, on its arXiv "
-                     f"set, has the graded run ahead by {points(paper_graded - paper_recall['CoSaEmb (w/o margin gradation, 1/1/1)'])}).")
+        _, sentence = paragraphs.compare(graded, "flat (1, 1, 1)", f"The {graded} run",
+                                         "the flat (1, 1, 1) run", seed=p.seed)
+        lines.append(f"**Margin gradation.** {sentence} The paper's Table 6, on its arXiv set, has the graded run ahead "
+                     f"by {points(paper_graded - paper_recall['CoSaEmb (w/o margin gradation, 1/1/1)'])}.")
     if CONTROL in recall.index and graded is not None:
-        ahead = recall[graded] > recall[CONTROL]
-        verdict = "in line with the paper's argument" if ahead else "so this run does not support the paper's argument"
-        lines.append(f"**Full text or more data.** The graded run {'beat' if ahead else 'did not beat'} the control "
-                     f"trained on as many of SPECTER's triplets from the same start "
-                     f"({points(recall[graded] - recall[CONTROL])} points), {verdict} that the full-text triplets, "
-                     "not more training, make the gain.")
+        side, sentence = paragraphs.compare(graded, CONTROL, "The graded run", "the control trained on as many of "
+                                            "SPECTER's triplets from the same start", seed=p.seed)
+        argument = "that the full-text triplets, not more training, make the gain"
+        reading = {"above": f"This is in line with the paper's argument {argument}.",
+                   "below": f"So this run does not support the paper's argument {argument}.",
+                   "within noise": f"So this run can neither support nor refute the paper's argument {argument}."}
+        lines.append(f"**Full text or more data.** {sentence} {reading[side]}")
     if "SPECTER" in recall.index and graded is not None:
-        lines.append(f"**Released SPECTER.** The graded run is {points(recall[graded] - recall['SPECTER'])} points "
-                     f"from the released SPECTER (the paper, on its arXiv set: {points(paper_graded - paper_recall['SPECTER'])} ahead).")
+        _, sentence = paragraphs.compare(graded, "SPECTER", "The graded run", "the released SPECTER", seed=p.seed)
+        lines.append(f"**Released SPECTER.** {sentence} The paper, on its arXiv set: "
+                     f"{points(paper_graded - paper_recall['SPECTER'])} ahead.")
     distances = order.table
     intra = [kind for kind in ("local", "global") if kind in distances.columns]
     if intra:

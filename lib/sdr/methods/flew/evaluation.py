@@ -25,7 +25,8 @@ from sdr.methods.flew.recipe import (FORMAT_COLUMNS, TABLE1_COLUMNS, combine, cs
 
 __all__ = ["BENCHMARKS", "Systems", "embed_systems", "MDCRScores", "mdcr_systems", "mdcr_table2", "SciRepEvalScores",
            "scirepeval_systems", "CSFCubeRows", "csfcube_rows", "show_csfcube", "TABLE_COLUMNS", "PARTIAL", "table1",
-           "table3", "table3_claim", "findings", "store", "show_paired", "show_table2", "differences_markdown"]
+           "table3", "table3_claim", "MIN_RESAMPLED", "scirepeval_verdicts", "mdcr_verdicts",
+           "findings", "store", "show_paired", "show_table2", "differences_markdown"]
 
 
 # ------------------------------------------------------------------------------------------------- 4. benchmarks
@@ -369,29 +370,88 @@ def table3_claim(systems: Systems, scirepeval: SciRepEvalScores, mdcr: MDCRScore
 
 
 # ------------------------------------------------------------------------------------------------- findings, store
+#: fewer resampled items (SciRepEval tasks, MDCR fields) than this and a page ranks nothing: a percentile bootstrap
+#: over a handful of items is far too narrow (two positive tasks alone would "exclude 0")
+MIN_RESAMPLED = 5
+
+
 def _signed(value: float) -> str:
     return f"{value:+.2f}"
 
 
+def scirepeval_verdicts(scirepeval: SciRepEvalScores, system: str = SUM_NAME, seed: int = 0) -> dict[str, tuple]:
+    """Table 3's claim on SciRepEval as sentences: ``system`` (the tuned sum) minus each facet encoder, with a
+    paired bootstrap interval over the Table 1 columns (tasks) both rows have, each task's score one item; one
+    trained model per row, so the interval says nothing about training noise. ``{facet: (direction, sentence)}``
+    (:func:`sdr.stats.direction`, :func:`sdr.stats.verdict`).
+
+    Shown in: notebooks/flew.ipynb, Ours next to the paper (the findings)."""
+    from sdr.stats import direction, paired_bootstrap, verdict
+
+    columns = list(TABLE1_COLUMNS)
+    ours = scirepeval.table
+    verdicts = {}
+    for facet in FACETS:
+        encoder = FACET_ENCODERS[facet]
+        both = [c for c in columns if np.isfinite(ours.loc[system, c]) and np.isfinite(ours.loc[encoder, c])]
+        if not both:
+            raise ChapterCheckFailed(f"SciRepEval: {system!r} and {encoder!r} share no Table 1 column")
+        result = paired_bootstrap({c: float(ours.loc[system, c]) for c in both},
+                                  {c: float(ours.loc[encoder, c]) for c in both}, seed=seed)
+        what = (f"paired bootstrap over the {len(both)} SciRepEval tasks both rows have, one trained model each: "
+                "conditional on those models")
+        verdicts[facet] = (direction(result, min_items=MIN_RESAMPLED),
+                           verdict(f"The tuned sum ({system})", encoder, result, resampled=what,
+                                   min_items=MIN_RESAMPLED))
+    return verdicts
+
+
+def mdcr_verdicts(mdcr: MDCRScores, systems: Sequence[str], reference: str = "untrained encoder",
+                  seed: int = 0) -> dict[str, tuple]:
+    """Each of ``systems`` against ``reference`` on MDCR's test MAP as sentences, with a paired bootstrap interval
+    over the MAG fields both were scored on (MDCR's average is the mean of its fields' MAP); one trained model per
+    system. ``{system: (direction, sentence)}``.
+
+    Shown in: notebooks/flew.ipynb, Ours next to the paper (the findings)."""
+    from sdr.stats import direction, paired_bootstrap, verdict
+
+    base = mdcr.results[reference]["fields"]
+    verdicts = {}
+    for system in systems:
+        fields = mdcr.results[system]["fields"]
+        both = sorted(set(fields) & set(base))
+        if not both:
+            raise ChapterCheckFailed(f"MDCR: {system!r} and {reference!r} share no field")
+        result = paired_bootstrap({f: float(fields[f]["map"]) for f in both}, {f: float(base[f]["map"]) for f in both},
+                                  seed=seed)
+        what = f"paired bootstrap over the {len(both)} MDCR fields, one trained model: conditional on it"
+        verdicts[system] = (direction(result, min_items=MIN_RESAMPLED),
+                            verdict(system, f"the {reference}", result, resampled=what, min_items=MIN_RESAMPLED))
+    return verdicts
+
+
 def findings(run, inputs, scores: SplitterScores, heldout: pd.DataFrame, mdcr: MDCRScores,
              scirepeval: SciRepEvalScores, cs: CSFCubeRows) -> str:
-    """What this run shows, one markdown line per finding, each written from the run's own numbers.
+    """What this run shows, one markdown line per finding, each written from the run's own numbers; every sentence
+    that ranks two systems comes from an interval (:func:`scirepeval_verdicts`, :func:`mdcr_verdicts`).
 
     Shown in: notebooks/flew.ipynb, Ours next to the paper (the closing cell)."""
     p = run.p
-    ours, average = scirepeval.table, "avg over the columns present"
+    ours = scirepeval.table
     lines = []
-    sum_vs = {f: ours.loc[SUM_NAME, average] - ours.loc[FACET_ENCODERS[f], average] for f in FACETS}
     columns = int(ours.loc[SUM_NAME, "columns averaged"])
-    lines.append(f"* **Table 3's claim on SciRepEval ({columns} of FLeW's 19 columns here):** the tuned sum minus each "
-                 f"facet encoder is {', '.join(f'{_signed(v)} ({FACET_ENCODERS[f]})' for f, v in sum_vs.items())} — "
-                 "the sum " + ("beats every facet encoder." if min(sum_vs.values()) > 0
-                               else "does not beat every facet encoder."))
-    mdcr_gain = {n: mdcr.table.loc[n, "MAP"] - mdcr.table.loc["untrained encoder", "MAP"]
-                 for n in (*FACET_ENCODERS.values(), SUM_NAME)}
+    claim = scirepeval_verdicts(scirepeval, seed=p.seed)
+    sides = [side for side, _ in claim.values()]
+    summary = ("the tuned sum is above every facet encoder." if all(side == "above" for side in sides) else
+               f"the tuned sum is not above every facet encoder: above {sides.count('above')}, within noise "
+               f"{sides.count('within noise')}, below {sides.count('below')} of {len(sides)}.")
+    lines.append(f"* **Table 3's claim on SciRepEval ({columns} of FLeW's 19 columns here):** {summary} "
+                 + " ".join(sentence for _, sentence in claim.values()))
+    mdcr_systems_here = (*FACET_ENCODERS.values(), SUM_NAME)
+    mdcr_gain = mdcr_verdicts(mdcr, mdcr_systems_here, seed=p.seed)
     lines.append(f"* **MDCR test MAP against the untrained encoder** ({int(mdcr.table.loc[SUM_NAME, 'fields'])} fields "
-                 "here): " + ", ".join(f"{n} {_signed(v)}" for n, v in mdcr_gain.items())
-                 + f"; FLeW's weights, tuned on MDCR val: {tuple(round(w, 2) for w in mdcr.weights[SUM_NAME])} "
+                 "here): " + " ".join(sentence for _, sentence in mdcr_gain.values())
+                 + f" FLeW's weights, tuned on MDCR val: {tuple(round(w, 2) for w in mdcr.weights[SUM_NAME])} "
                    "(bg, mt, rs).")
     if not heldout.empty:
         lines.append("* **Held-out queries of the list:** the triplet loss of every facet encoder against the untrained "
