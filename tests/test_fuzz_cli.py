@@ -1,0 +1,377 @@
+"""Issue 35, part 6: property-based tests (Hypothesis) of the ``sdr`` command line, command by command.
+
+For every leaf command of :func:`sdr.cli.build_parser` that reads files, random arguments and random or malformed
+input files (truncated JSON/JSONL, byte-order marks, CRLF, non-UTF-8 bytes, repeated keys, huge numbers, ids
+with whitespace or path separators, empty files, folders where files are expected, links, missing files, FIFOs,
+links to ``/dev/zero``, names with quotes and newlines) are handed to :func:`sdr.cli.main` in-process. The
+property, for each example:
+
+* the exit status is 0, or the project's input error: status 2 with one line ``sdr CMD: error: …`` on stderr
+  (``data verify``/``data status`` also exit 1 when something is missing) — never another exception, never a
+  traceback, never a hang (an alarm turns one into a failure);
+* no input file or folder is changed, whatever the status;
+* an input that only changed its form (a byte-order mark, CRLF line ends) gives the same result as the pristine
+  fixture; one that is malformed (a repeated key, a number that overflows, an id with whitespace or a path
+  separator, a special file, a missing or empty file, a folder) is refused with status 2.
+
+Commands that would run a chapter or a training (``chapter``, ``train``, ``paper-dry-run``, ``evaluate all``,
+``facets train``) are fuzzed on their argument validation path only: the step that would start the work is
+replaced by one raising :class:`StartedWork`, an accepted outcome when the arguments were valid. Nothing reaches
+the network (``SDR_OFFLINE=1``; cache and results store in temporary folders). ``sdr embed`` uses the session's
+tiny encoder instead of loading a model.
+
+Examples are derandomized (the same on every run) and bounded (``max_examples``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from sdr import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "data" / "fixtures"
+
+FUZZ = settings(max_examples=20, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                       HealthCheck.data_too_large, HealthCheck.filter_too_much])
+FEW = settings(FUZZ, max_examples=10)
+
+
+# ------------------------------------------------------------------------------------------ the commands
+
+def leaf_commands(parser: argparse.ArgumentParser, prefix: tuple = ()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from leaf_commands(sub, prefix + (name,))
+            return
+    yield " ".join(prefix), parser
+
+
+FUZZED = {"evaluate csfcube", "evaluate scidocs", "evaluate mdcr", "evaluate scirepeval", "evaluate sentences",
+          "evaluate paragraphs", "embed", "book-setup-cells", "data verify", "data status", "data fetch",
+          "cfs3 build", "graph embed", "graph collect", "facets split"}
+"""Commands fuzzed with random files and arguments, each by a test below."""
+
+VALIDATION_ONLY = {"evaluate all", "chapter", "train", "paper-dry-run", "facets train"}
+"""Commands that run a chapter or a training: fuzzed up to the step that starts the work."""
+
+NOT_FUZZED = {
+    "data list": "reads no user file and takes no argument but --json (covered by test_not_fuzzed_commands_run)",
+    "book-publish check": "reads only the checkout's own book files; no argument",
+    "book-publish manifest": "reads only the checkout's own book files; no argument",
+    "book-publish binder-lock": "reads and writes the checkout's lock files; no user path (tests/test_publish.py)",
+    "book-publish configure": "writes the checkout's _config.yml; --repository is validated in tests/test_publish.py",
+}
+
+
+def test_every_command_is_fuzzed_or_says_why_not():
+    commands = {name for name, _ in leaf_commands(cli.build_parser())}
+    assert commands == FUZZED | VALIDATION_ONLY | set(NOT_FUZZED), (
+        "a command was added or removed: fuzz it here (or say in NOT_FUZZED why not)")
+
+
+# ------------------------------------------------------------------------------------------ the harness
+
+class StartedWork(BaseException):
+    """Raised where a heavy command would start its work: its arguments were accepted."""
+
+
+class Hang(BaseException):
+    """Raised by the alarm: a command still running after its time (not an OSError, which sdr would report)."""
+
+
+def started_work(*args, **kwargs):
+    raise StartedWork
+
+
+@contextmanager
+def no_hang(seconds: float = 30):
+    def expire(signum, frame):
+        raise Hang(f"still running after {seconds} s (a special file read forever?)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def snapshot(*paths: Path) -> dict[str, object]:
+    """Every file's bytes (and every link's target, every special file's kind) under ``paths``."""
+    state: dict[str, object] = {}
+
+    def visit(path: Path):
+        if path.is_symlink():
+            state[str(path)] = ("link", os.readlink(path))
+        elif path.is_dir():
+            state[str(path)] = "folder"
+            for child in sorted(path.iterdir()):
+                visit(child)
+        elif path.is_file():
+            state[str(path)] = path.read_bytes()
+        elif path.exists():
+            state[str(path)] = ("special", os.stat(path).st_mode)
+
+    for path in paths:
+        visit(Path(path))
+    return state
+
+
+class Outcome:
+    def __init__(self, code, out, err, started=False):
+        self.code, self.out, self.err, self.started = code, out, err, started
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run(argv, capsys, inputs=(), allowed=(0, 2), seconds: float = 60) -> Outcome:
+    """``sdr.cli.main(argv)`` under the property: an allowed status, one error line for status 2, no traceback,
+    no hang, the ``inputs`` unchanged."""
+    argv = [str(a) for a in argv]
+    before = snapshot(*inputs)
+    started = False
+    with no_hang(seconds):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exit_:  # argparse: a usage error (2) or --help (0)
+            code = exit_.code
+        except StartedWork:
+            code, started = None, True
+    captured = capsys.readouterr()
+    assert snapshot(*inputs) == before, f"sdr {' '.join(argv)}: an input was changed (exit {code})"
+    assert "Traceback" not in captured.err, captured.err
+    if not started:
+        assert code in allowed, f"sdr {' '.join(argv)}: exit {code}\n{captured.err[-2000:]}"
+        if code == 2:
+            lines = [line for line in captured.err.strip().splitlines() if line.strip()]
+            errors = [line for line in lines if re.match(r"^sdr[ a-z-]*: error: ", line)]
+            assert len(errors) == 1 and lines[-1] == errors[0], f"sdr {' '.join(argv)}: {captured.err!r}"
+    from hypothesis.control import _current_build_context
+
+    if _current_build_context.value is not None:
+        event("started work" if started else f"exit {code}")
+    return Outcome(code, captured.out, captured.err, started)
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("SDR_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path_factory.mktemp("results")))
+    monkeypatch.delenv("SDR_DATA", raising=False)
+
+
+@contextmanager
+def scratch():
+    with tempfile.TemporaryDirectory(prefix="sdr-fuzz-") as folder:
+        yield Path(folder)
+
+
+# ------------------------------------------------------------------------------------------ files
+
+FORM_ONLY = ("valid", "bom", "crlf")
+"""Variants that change only the form: the result must be the pristine file's."""
+REFUSED = ("empty", "truncated", "not utf-8", "repeated key", "huge number", "id with space", "id with slash",
+           "folder", "missing", "dangling link", "fifo", "dev zero")
+"""Variants that must be refused (status 2) where the readers apply them (see :func:`variant_bytes`)."""
+LOOSE = ("mutated", "link")
+"""Variants that may be valid or not: either a result or an input error."""
+
+_ID_VALUE = re.compile(r'("(?:paper_id|doc_id|id|pid|corpus_id|query_id|citing|cited)"\s*:\s*")([^"\\]+)"')
+_NUMBER = re.compile(r'(?<=[:\[,] )-?\d+(\.\d+)?(?=[,\]}])')
+
+
+def variant_bytes(valid: bytes, kind: str, data) -> bytes | None:
+    """``valid`` changed as ``kind`` says; ``None`` when the change does not apply to this file (no id, no
+    number, no object to repeat a key of)."""
+    if kind == "valid":
+        return valid
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + valid
+    if kind == "crlf":
+        return valid.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    if kind == "empty":
+        return b""
+    if kind == "truncated":
+        text = valid.rstrip(b"\n")
+        cut = data.draw(st.integers(1, max(1, min(40, len(text) - 1))), label="cut")
+        return text[:-cut] if text.startswith((b"{", b"[")) else None  # truncated JSON: never valid
+    if kind == "not utf-8":
+        position = data.draw(st.integers(0, len(valid)), label="position")
+        return valid[:position] + b"\xff\xfe" + valid[position:]
+    text = valid.decode("utf-8")
+    if kind == "repeated key":
+        match = re.search(r'\{\s*("[^"\\]+")\s*:\s*("[^"\\]*"|-?[\d.]+)\s*,', text)
+        if not match:
+            return None
+        pair = f"{match.group(1)}: {match.group(2)}, "
+        return (text[:match.end()] + " " + pair + text[match.end():]).encode()
+    if kind == "huge number":
+        match = _NUMBER.search(text)
+        return (text[:match.start()] + "1e999" + text[match.end():]).encode() if match else None
+    if kind in ("id with space", "id with slash"):
+        match = _ID_VALUE.search(text)
+        if not match:
+            return None
+        value = match.group(2) + " " if kind == "id with space" else "../" + match.group(2)
+        return (text[:match.start(2)] + value + text[match.end(2):]).encode()
+    if kind == "mutated":
+        out = bytearray(valid)
+        for _ in range(data.draw(st.integers(1, 3), label="edits")):
+            position = data.draw(st.integers(0, len(out)), label="at")
+            chunk = data.draw(st.sampled_from([b"", b"x", b"\"", b"\n", b"{", b"]", b",", b" ", b"0", b"\t",
+                                               b"\x00"]), label="bytes")
+            out[position:position + data.draw(st.integers(0, 3), label="width")] = chunk
+        return bytes(out)
+    raise AssertionError(kind)
+
+
+def plant(path: Path, valid: bytes, data, kinds=FORM_ONLY + REFUSED + LOOSE) -> str:
+    """Write a drawn variant of ``valid`` at ``path`` (a file, a folder, a link, a FIFO or nothing); returns the
+    variant's kind."""
+    while True:
+        kind = data.draw(st.sampled_from(kinds), label=f"{path.name}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "folder":
+            path.mkdir()
+        elif kind == "missing":
+            pass
+        elif kind == "dangling link":
+            path.symlink_to(path.parent / "nowhere")
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dev zero":
+            path.symlink_to("/dev/zero")
+        elif kind == "link":
+            target = path.parent / f".{path.name}.target"
+            target.write_bytes(valid)
+            path.symlink_to(target)
+        else:
+            content = variant_bytes(valid, kind, data)
+            if content is None:
+                continue
+            path.write_bytes(content)
+        return kind
+
+
+def check_kind(kind: str, outcome: Outcome, baseline: object | None = None, result=None):
+    """The rule for a planted variant: form-only changes give the pristine result, malformed files status 2."""
+    if outcome.started:
+        assert kind in FORM_ONLY + LOOSE, f"a {kind} input reached the work"
+        return
+    if kind in FORM_ONLY:
+        assert outcome.code == 0, f"{kind}: {outcome.err}"
+        if baseline is not None:
+            assert (result or (lambda o: o.json()))(outcome) == baseline, f"{kind}: another result"
+    elif kind in REFUSED:
+        assert outcome.code == 2, f"{kind} accepted: {outcome.out[:500]}"
+
+
+def copy_fixture(name: str, into: Path) -> Path:
+    target = into / name
+    shutil.copytree(FIXTURES / name, target)
+    return target
+
+
+def files_of(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                  if p.is_file() and p.suffix in (".json", ".jsonl", ".qrel", ".csv", ".tsv", ".txt"))
+
+
+_baselines: dict[str, object] = {}
+
+
+def baseline(key: str, argv, capsys) -> object:
+    if key not in _baselines:
+        outcome = run(argv, capsys)
+        assert outcome.code == 0, outcome.err
+        _baselines[key] = outcome.json()
+    return _baselines[key]
+
+
+# ------------------------------------------------------------------------------------------ arguments
+
+odd_text = st.one_of(st.sampled_from(["", " ", "..", "../x", "/", "a/b", "x\ny", "it's", 'say "hi"', "-", "--json",
+                                      "\x00", "é", "nan", "-1", "0", "1e9"]), st.text(max_size=6))
+odd_ints = st.one_of(st.integers(-3, 5), st.sampled_from(["0", "-1", "1e3", "x", "", "2147483648", "٣"]))
+
+
+def odd_option(data, option: str, good: list[str], weight: float = 0.3) -> list[str]:
+    """Sometimes ``option`` with an odd value, else the good arguments."""
+    if data.draw(st.floats(0, 1), label=f"odd {option}?") < weight:
+        value = data.draw(odd_text, label=option)
+        return [option, value] if not value.startswith("-") else [f"{option}={value}"]
+    return good
+
+
+# ============================================================================ evaluate (single benchmarks)
+
+def test_not_fuzzed_commands_run(capsys):
+    for argv in (["data", "list"], ["data", "list", "--json"]):
+        assert run(argv, capsys).code == 0
+
+
+@FUZZ
+@given(data=st.data())
+def test_evaluate_sentences(capsys, data):
+    pristine = baseline("sentences", ["evaluate", "sentences", "--labels", FIXTURES / "sentences" / "labels.jsonl",
+                                      "--embeddings", FIXTURES / "sentences" / "embeddings.jsonl", "--json"], capsys)
+    with scratch() as tmp:
+        target = data.draw(st.sampled_from(["labels.jsonl", "embeddings.jsonl"]))
+        for name in ("labels.jsonl", "embeddings.jsonl"):
+            if name != target:
+                shutil.copy(FIXTURES / "sentences" / name, tmp / name)
+        kind = plant(tmp / target, (FIXTURES / "sentences" / target).read_bytes(), data)
+        outcome = run(["evaluate", "sentences", "--labels", tmp / "labels.jsonl", "--embeddings",
+                       tmp / "embeddings.jsonl", "--json"], capsys, inputs=[tmp])
+        check_kind(kind, outcome, pristine)
+
+
+def _chunks(folder: Path) -> tuple[Path, Path]:
+    chunks = folder / "chunks.jsonl"
+    chunks.write_text("".join(json.dumps({"id": f"c{i}", "paper_id": f"p{i // 2}", "text": f"text {i}"}) + "\n"
+                              for i in range(6)), encoding="utf-8")
+    vectors = folder / "vectors.jsonl"
+    vectors.write_text("".join(json.dumps({"id": f"c{i}", "embedding": [float(i % 2), 1.0, 0.5 * i]}) + "\n"
+                               for i in range(6)), encoding="utf-8")
+    return chunks, vectors
+
+
+@FUZZ
+@given(data=st.data())
+def test_evaluate_paragraphs(capsys, data, tmp_path):
+    pristine_folder = tmp_path / "pristine"
+    pristine_folder.mkdir(exist_ok=True)
+    chunks, vectors = _chunks(pristine_folder)
+    pristine = baseline("paragraphs", ["evaluate", "paragraphs", "--chunks", chunks, "--embeddings", vectors,
+                                       "--json"], capsys)
+    with scratch() as tmp:
+        target = data.draw(st.sampled_from(["chunks.jsonl", "vectors.jsonl"]))
+        for source in (chunks, vectors):
+            if source.name != target:
+                shutil.copy(source, tmp / source.name)
+        kind = plant(tmp / target, (pristine_folder / target).read_bytes(), data)
+        k = data.draw(st.one_of(st.just(["--k", "1", "3"]), st.lists(odd_ints.map(str), min_size=1, max_size=3)
+                                .map(lambda values: ["--k", *values])))
+        outcome = run(["evaluate", "paragraphs", "--chunks", tmp / "chunks.jsonl", "--embeddings",
+                       tmp / "vectors.jsonl", "--json", *k], capsys, inputs=[tmp])
+        if k == ["--k", "1", "3"]:
+            check_kind(kind, outcome, pristine)
