@@ -375,3 +375,133 @@ def test_evaluate_paragraphs(capsys, data, tmp_path):
                        tmp / "vectors.jsonl", "--json", *k], capsys, inputs=[tmp])
         if k == ["--k", "1", "3"]:
             check_kind(kind, outcome, pristine)
+
+
+# ============================================================================ evaluate (benchmark folders)
+
+BENCHMARKS = {  # fixture folder, embeddings file in it, further arguments (an option that may be fuzzed: odd_option)
+    "csfcube": ("embeddings.jsonl", []),
+    "mdcr": ("embeddings.jsonl", [("--split", "test")]),
+    "scidocs": ("embeddings.jsonl", [("--val-or-test", "test"), ("--n-jobs", "1")]),
+    "scirepeval": ("embeddings.jsonl", [("--task", "RELISH"), ("--n-jobs", "1")]),
+}
+
+
+def _benchmark_argv(name: str, data_dir: Path, embeddings: Path, options: list[str]) -> list:
+    return ["evaluate", name, "--data-dir", data_dir, "--embeddings", embeddings, "--json", *options]
+
+
+_read_files: dict[tuple[str, str], bool] = {}
+
+
+def is_read(name: str, relative: str, capsys) -> bool:
+    """Whether ``sdr evaluate NAME`` reads the fixture file ``relative``: it fails without it."""
+    if (name, relative) not in _read_files:
+        embeddings, options = BENCHMARKS[name]
+        with scratch() as tmp:
+            data_dir = copy_fixture(name, tmp)
+            shutil.copy(data_dir / embeddings, tmp / "embeddings.jsonl")
+            (data_dir / relative).unlink()
+            outcome = run(_benchmark_argv(name, data_dir, tmp / "embeddings.jsonl",
+                                          [a for pair in options for a in pair]), capsys)
+        _read_files[name, relative] = outcome.code != 0
+    return _read_files[name, relative]
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+@FEW
+@given(data=st.data())
+def test_evaluate_benchmark(capsys, data, name):
+    embeddings_name, options = BENCHMARKS[name]
+    good = [a for pair in options for a in pair]
+    pristine = baseline(name, _benchmark_argv(name, FIXTURES / name, FIXTURES / name / embeddings_name, good), capsys)
+    with scratch() as tmp:
+        data_dir = copy_fixture(name, tmp)
+        embeddings = tmp / "embeddings.jsonl"
+        valid_embeddings = (data_dir / embeddings_name).read_bytes()
+        files = [f for f in files_of(data_dir) if f != embeddings_name]
+        target = data.draw(st.sampled_from(["EMBEDDINGS", *files]), label="planted in")
+        if target == "EMBEDDINGS":
+            kind = plant(embeddings, valid_embeddings, data)
+        else:
+            embeddings.write_bytes(valid_embeddings)
+            path = data_dir / target
+            valid = path.read_bytes()
+            path.unlink()
+            kind = plant(path, valid, data)
+        argv = []
+        for option, value in options:
+            argv += odd_option(data, option, [option, value])
+        outcome = run(_benchmark_argv(name, data_dir, embeddings, argv), capsys, inputs=[tmp])
+        if argv != good:
+            return
+        if target == "EMBEDDINGS" or kind in FORM_ONLY or is_read(name, target, capsys):
+            check_kind(kind, outcome, pristine)
+
+
+# ============================================================================ sdr data
+
+@pytest.fixture()
+def toy_datasets(monkeypatch):
+    """Two registry entries in the cache: ``toy`` (files with digests) and ``toyapi`` (a fetched folder with its
+    completion record)."""
+    import hashlib
+
+    from sdr import datasets
+
+    contents = {"a.txt": b"alpha\n", "b.jsonl": b'{"id": "x", "n": 1}\n'}
+    digests = {name: hashlib.sha256(body).hexdigest() for name, body in contents.items()}
+    toy = datasets.Dataset("toy", "toy", "a toy dataset", "CC0", "test", tuple(
+        datasets.DataFile(name, f"https://example.org/{name}", sha256=digest) for name, digest in digests.items()))
+    api = datasets.Dataset("toyapi", "toyapi", "a fetched toy dataset", "CC0", "test", expected=("a.txt",),
+                           fetcher="semantic_scholar")
+    monkeypatch.setitem(datasets.DATASETS, "toy", toy)
+    monkeypatch.setitem(datasets.DATASETS, "toyapi", api)
+    record = json.dumps({"files": {name: {"size": len(body), "sha256": digests[name]}
+                                   for name, body in contents.items()}}, indent=1).encode()
+    return contents, record
+
+
+@FUZZ
+@given(data=st.data())
+def test_data_verify(capsys, data, toy_datasets, monkeypatch):
+    """`sdr data verify` on planted files, FIFOs and links to /dev/zero: a report (exit 0 or 1) or an input
+    error, never a hang; a special file is reported as special, never read."""
+    contents, record = toy_datasets
+    with scratch() as tmp:
+        monkeypatch.setenv("SDR_DATA_CACHE", str(tmp))
+        name = data.draw(st.sampled_from(["toy", "toyapi"]))
+        folder = tmp / name
+        folder.mkdir()
+        planted = {}
+        for file_name, body in contents.items():
+            planted[file_name] = plant(folder / file_name, body, data, kinds=("valid", "fifo", "dev zero", "missing",
+                                                                              "mutated", "folder", "link"))
+        if name == "toyapi":
+            planted["_complete.json"] = plant(folder / "_complete.json", record, data)
+        outcome = run(["data", "verify", name], capsys, inputs=[tmp], allowed=(0, 1, 2))
+        if all(kind in FORM_ONLY for kind in planted.values()):
+            assert outcome.code == 0, outcome.out + outcome.err
+        if planted.get("_complete.json") in REFUSED and planted["_complete.json"] not in ("missing", "dangling link"):
+            assert outcome.code == 2 or "special   " in outcome.out, outcome.out  # a bad record: an input error
+        for file_name, kind in planted.items():
+            if kind in ("fifo", "dev zero") and planted.get("_complete.json", "valid") in FORM_ONLY + ("link",):
+                assert outcome.code == 1 and f"special   {folder / file_name}" in outcome.out, outcome.out
+
+
+@FEW
+@given(chapter=odd_text | st.sampled_from(["specter", "flew"]), as_json=st.booleans())
+def test_data_status(capsys, chapter, as_json):
+    run(["data", "status", "--for", chapter] + (["--json"] if as_json else []), capsys, allowed=(0, 1, 2))
+
+
+@FEW
+@given(name=odd_text | st.sampled_from(["csfcube", "toy"]), model=st.none() | odd_text,
+       chapter=st.none() | odd_text | st.just("specter"))
+def test_data_fetch_offline(capsys, name, model, chapter):
+    """Offline (SDR_OFFLINE=1), every fetch is refused in one line, whatever the arguments."""
+    argv = ["data", "fetch", name] + (["--model", model] if model is not None else []) \
+        + (["--for", chapter] if chapter is not None else [])
+    outcome = run([a if not a.startswith("-") or a.startswith("--") else f"./{a}" for a in argv], capsys,
+                  allowed=(2,))
+    assert outcome.code == 2
