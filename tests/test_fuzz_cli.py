@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from sdr import cli
@@ -48,6 +48,7 @@ FUZZ = settings(max_examples=20, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 FEW = settings(FUZZ, max_examples=10)
+KNOWN_BUG = settings(FUZZ, max_examples=10, phases=[Phase.generate])  # no shrinking: a known failure stays quick
 
 
 # ------------------------------------------------------------------------------------------ the commands
@@ -161,7 +162,7 @@ def run(argv, capsys, inputs=(), allowed=(0, 2), seconds: float = 60) -> Outcome
         assert code in allowed, f"sdr {' '.join(argv)}: exit {code}\n{captured.err[-2000:]}"
         if code == 2:
             lines = [line for line in captured.err.strip().splitlines() if line.strip()]
-            errors = [line for line in lines if re.match(r"^sdr[ a-z-]*: error: ", line)]
+            errors = [line for line in lines if re.match(r"^sdr[ a-z0-9-]*: error: ", line)]
             assert len(errors) == 1 and lines[-1] == errors[0], f"sdr {' '.join(argv)}: {captured.err!r}"
     from hypothesis.control import _current_build_context
 
@@ -505,3 +506,245 @@ def test_data_fetch_offline(capsys, name, model, chapter):
     outcome = run([a if not a.startswith("-") or a.startswith("--") else f"./{a}" for a in argv], capsys,
                   allowed=(2,))
     assert outcome.code == 2
+
+
+# ============================================================================ sdr graph
+
+EDGES = b"".join(f"n{i}\tn{(i * 7 + 3) % 12}\n".encode() for i in range(12))
+
+
+@FEW
+@given(data=st.data())
+def test_graph_embed(capsys, data):
+    with scratch() as tmp:
+        edges = tmp / "in" / "edges.tsv"
+        kind = plant(edges, EDGES, data, kinds=FORM_ONLY + REFUSED + LOOSE)
+        argv = ["graph", "embed", edges, "--work-dir", tmp / "work", "--out", tmp / "out.jsonl", "--json",
+                "--epochs", "1", "--test-fraction", "0.1"]
+        argv += odd_option(data, "--dim", ["--dim", "4"], 0.4)
+        for option in ("--partitions", "--workers", "--lr", "--comparator", "--memory-gb"):
+            argv += odd_option(data, option, [], 0.2)
+        outcome = run(argv, capsys, inputs=[tmp / "in"], seconds=120)
+        if argv[-2:] == ["--dim", "4"] and len(argv) == 15:
+            check_kind(kind, outcome)
+            if outcome.code == 0:
+                vectors = [json.loads(line) for line in (tmp / "out.jsonl").read_text().splitlines()]
+                assert len(vectors) == 12 and all(len(v["embedding"]) == 4 for v in vectors)
+
+
+@pytest.fixture(scope="module")
+def distributed_run(tmp_path_factory):
+    """A distributed run prepared by `sdr graph embed --machines 2` (its machines never ran)."""
+    folder = tmp_path_factory.mktemp("distributed")
+    (folder / "edges.tsv").write_bytes(EDGES)
+    assert cli.main(["graph", "embed", str(folder / "edges.tsv"), "--dim", "4", "--machines", "2", "--work-dir",
+                     str(folder / "run"), "--init-method", "tcp://127.0.0.1:29599"]) == 0
+    return folder / "run"
+
+
+@pytest.mark.xfail(strict=True, raises=BaseException, reason="found by this fuzz, not fixed yet: `sdr graph collect` "
+                   "on a run whose machines never finished ends in torchbiggraph's CouldNotLoadData traceback; a "
+                   "FIFO planted as a run file made it hang")
+@KNOWN_BUG
+@given(data=st.data())
+def test_graph_collect(capsys, data, distributed_run):
+    """A run whose machines never finished, with its files planted: an input error, never a traceback."""
+    with scratch() as tmp:
+        run_folder = tmp / "run"
+        shutil.copytree(distributed_run, run_folder, symlinks=True)
+        planted = data.draw(st.sampled_from(sorted(p.name for p in run_folder.iterdir()
+                                                   if p.is_file() and p.name != "config.py")))
+        valid = (run_folder / planted).read_bytes()
+        (run_folder / planted).unlink()
+        plant(run_folder / planted, valid, data)
+        run(["graph", "collect", run_folder, "--out", tmp / "out.jsonl"], capsys, inputs=[run_folder])
+
+
+# ============================================================================ sdr cfs3 build
+
+@FEW
+@given(data=st.data())
+def test_cfs3_build(capsys, data):
+    with scratch() as tmp:
+        shutil.copytree(FIXTURES / "cfs3" / "phrasebank", tmp / "phrasebank")
+        sentences = tmp / "sentences.jsonl"
+        target = data.draw(st.sampled_from(["SENTENCES"] + sorted(p.name for p in (tmp / "phrasebank").iterdir())))
+        path = sentences if target == "SENTENCES" else tmp / "phrasebank" / target
+        valid = (FIXTURES / "cfs3" / "sentences.jsonl").read_bytes() if target == "SENTENCES" else path.read_bytes()
+        path.unlink(missing_ok=True)
+        kind = plant(path, valid, data)
+        if target != "SENTENCES":
+            shutil.copy(FIXTURES / "cfs3" / "sentences.jsonl", sentences)
+        argv = ["cfs3", "build", "--phrasebank", tmp / "phrasebank", "--sentences", sentences, "--out",
+                tmp / "out" / "cfs3.jsonl", "--no-progress"]
+        argv += odd_option(data, "--n", ["--n", "3"]) + odd_option(data, "--seed", [], 0.2)
+        outcome = run(argv, capsys, inputs=[tmp / "phrasebank", sentences])
+        if target == "SENTENCES" and argv[-2:] == ["--n", "3"]:
+            check_kind(kind, outcome)
+
+
+# ============================================================================ sdr facets split, sdr embed
+
+@pytest.fixture(scope="module")
+def facet_model(tmp_path_factory) -> bytes:
+    from test_facets import fixture_abstracts
+
+    from sdr import facets
+
+    abstracts, labels = fixture_abstracts()
+    return facets.SentenceClassifier(folds=3).fit(abstracts, labels).save(
+        tmp_path_factory.mktemp("model") / "model.npz").read_bytes()
+
+
+ABSTRACTS = b"".join(json.dumps({"paper_id": f"p{i}", "title": f"T {i}",
+                                 "abstract": "Prior work is slow. We train a model. It is fast."}).encode() + b"\n"
+                     for i in range(3))
+
+
+@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError, reason="found by this fuzz, not fixed yet: a mutated "
+                   "--model .npz gives a UnicodeDecodeError traceback in `sdr facets split`")
+@KNOWN_BUG
+@given(data=st.data())
+def test_facets_split(capsys, data, facet_model, monkeypatch):
+    import sdr.facets.cli
+
+    monkeypatch.setattr(sdr.facets.cli, "load_or_train", started_work)  # no --model: it would train
+    with scratch() as tmp:
+        abstracts = tmp / "in" / "abstracts.jsonl"
+        model = tmp / "in" / "model.npz"
+        target = data.draw(st.sampled_from(["abstracts", "model"]))
+        kind = plant(abstracts, ABSTRACTS, data) if target == "abstracts" else "valid"
+        if target == "model":
+            plant(model, facet_model, data, kinds=("valid", "mutated", "empty", "folder", "fifo", "dev zero",
+                                                   "missing"))
+        else:
+            model.write_bytes(facet_model)
+        argv = ["facets", "split", abstracts, "--out", tmp / "out.jsonl"]
+        argv += odd_option(data, "--model", ["--model", model], 0.1)
+        argv += odd_option(data, "--objective-to", [], 0.2) + (["--skip-bad"] if data.draw(st.booleans()) else [])
+        outcome = run(argv, capsys, inputs=[tmp / "in"])
+        if target == "abstracts" and "--skip-bad" not in argv and ["--model", model] == argv[4:6] and len(argv) == 6:
+            check_kind(kind, outcome)
+
+
+@FEW
+@given(data=st.data())
+def test_embed(capsys, data, tiny_encoder, monkeypatch):
+    """`sdr embed` with the session's tiny encoder (no model loaded): CSAbstruct test files planted."""
+    import sdr.embed
+
+    monkeypatch.setattr(sdr.embed, "load_model", lambda *args, **kwargs: tiny_encoder)
+    with scratch() as tmp:
+        kind = plant(tmp / "data" / "test.jsonl", (FIXTURES / "sentences" / "csabstruct.jsonl").read_bytes(), data)
+        argv = ["embed", "--model", "minilm", "--data-dir", tmp / "data", "--out", tmp / "out.jsonl",
+                "--labels-out", tmp / "labels.jsonl", "--device", "cpu"]
+        argv += odd_option(data, "--benchmark", ["--benchmark", "csabstruct"], 0.2)
+        argv += odd_option(data, "--batch-size", [], 0.2) + odd_option(data, "--max-length", [], 0.2)
+        outcome = run(argv, capsys, inputs=[tmp / "data"])
+        if argv[-2:] == ["--benchmark", "csabstruct"]:
+            check_kind(kind, outcome, baseline=None)
+            if outcome.code == 0:
+                assert outcome.json()["vectors"] == len((tmp / "out.jsonl").read_text().splitlines()) > 0
+
+
+# ============================================================================ sdr book-setup-cells
+
+@FEW
+@given(data=st.data(), name=st.sampled_from(["page", "it's", 'say "hi"', "a\nb", "back\\slash", "é"]))
+def test_book_setup_cells(capsys, data, name, tiny_notebook):
+    import nbformat
+
+    with scratch() as tmp:
+        valid = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])).encode()
+        notebook = tmp / f"{name}.ipynb"
+        kind = plant(notebook, valid, data, kinds=("valid", "mutated", "empty", "truncated", "not utf-8", "folder",
+                                                   "missing", "fifo", "dev zero", "link", "repeated key"))
+        other = tmp / "other.txt"
+        other.write_text("not a notebook")
+        outcome = run(["book-setup-cells", notebook], capsys, inputs=[other])
+        if kind in ("empty", "truncated", "not utf-8", "folder", "missing", "fifo", "dev zero", "link"):
+            assert outcome.code == 2
+        if outcome.code == 0:
+            nbformat.validate(nbformat.read(notebook, as_version=4))
+
+
+# ============================================================================ validation paths only
+
+@FUZZ
+@given(data=st.data())
+def test_chapter_arguments(capsys, data, monkeypatch):
+    import sdr.book.runs
+
+    monkeypatch.setattr(sdr.book.runs, "run_chapter", started_work)
+    with scratch() as tmp:
+        argv = ["chapter", data.draw(odd_text | st.sampled_from(["specter", "flew", "summary"]), label="name")]
+        argv += odd_option(data, "--profile", ["--profile", "smoke"])
+        for _ in range(data.draw(st.integers(0, 2))):
+            argv += ["-p", data.draw(odd_text | st.sampled_from(["seed", "n_papers", "use_real_data"])),
+                     data.draw(odd_text | st.sampled_from(["010", "5:00", "1e3", "true", "maybe", "[1, 2]"]))]
+        argv += ["--output-dir", tmp / "pages"]
+        run(argv, capsys)
+
+
+@FUZZ
+@given(data=st.data(), extra=st.lists(odd_text, max_size=3))
+def test_evaluate_all_arguments(capsys, data, extra, monkeypatch):
+    import sdr.evaluate.suite
+
+    monkeypatch.setattr(sdr.evaluate.suite, "evaluate_model", started_work)
+    argv = ["evaluate", "all"] + odd_option(data, "--model", ["--model", "minilm"])
+    for option in ("--benchmarks", "--profile", "--device", "--n-jobs", "--batch-size", "--max-length",
+                   "--data-dir", "--layers", "--name"):
+        argv += odd_option(data, option, [], 0.3)
+    run(argv + ["--no-store"] * data.draw(st.booleans()), capsys)
+
+
+@FEW
+@given(data=st.data())
+def test_train_arguments(capsys, data, monkeypatch):
+    import sdr.distributed
+
+    monkeypatch.setattr(sdr.distributed, "init_distributed", started_work)
+    with scratch() as tmp:
+        folder = tmp / "run"
+        kind = data.draw(st.sampled_from(["missing", "empty folder", "file", "fifo", "junk spec"]))
+        if kind == "empty folder":
+            folder.mkdir()
+        elif kind == "file":
+            folder.write_text("x")
+        elif kind == "fifo":
+            os.mkfifo(folder)
+        elif kind == "junk spec":
+            folder.mkdir()
+            for name in data.draw(st.lists(st.sampled_from(["run.json", "spec.json", "examples.jsonl",
+                                                            "config.json"]), max_size=3, unique=True)):
+                (folder / name).write_bytes(data.draw(st.binary(max_size=30) | st.just(b"{}")))
+        outcome = run(["train", folder], capsys, inputs=[tmp])
+        assert not outcome.started
+
+
+@FEW
+@given(chapters=st.lists(odd_text | st.just("specter"), max_size=2), real=st.none() | odd_text)
+def test_paper_dry_run_arguments(capsys, chapters, real, monkeypatch):
+    import sdr.dryrun
+
+    monkeypatch.setattr(sdr.dryrun, "run", started_work)
+    with scratch() as tmp:
+        argv = ["paper-dry-run", *[c if not c.startswith("-") else f"./{c}" for c in chapters], "--workdir",
+                tmp / "work"] + ([f"--real-data={real}"] if real is not None else [])
+        run(argv, capsys)
+
+
+@FEW
+@given(data=st.data())
+def test_facets_train_arguments(capsys, data, monkeypatch):
+    import sdr.facets.cli
+
+    monkeypatch.setattr(sdr.facets.cli, "train_classifier", started_work)
+    with scratch() as tmp:
+        kind = plant(tmp / "data" / "train.jsonl", (FIXTURES / "sentences" / "csabstruct.jsonl").read_bytes(), data,
+                     kinds=("valid", "missing", "folder", "fifo", "dev zero", "empty", "dangling link"))
+        outcome = run(["facets", "train", "--data-dir", tmp / "data", "--out", tmp / "model.npz"], capsys,
+                      inputs=[tmp / "data"])
+        if kind in ("missing", "folder", "fifo", "dev zero", "dangling link"):
+            assert outcome.code == 2
