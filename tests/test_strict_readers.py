@@ -434,3 +434,32 @@ def test_special_files_are_refused_by_verify_and_the_readers_instead_of_hanging(
     assert code == 1
     assert f"special   {target / 'a.txt'}: a FIFO (named pipe), not a regular file; not read" in out
     assert f"special   {target / 'b.txt'}: a character device" in out and "2 special" in out
+
+
+def test_verify_of_a_fetched_folder_reports_special_files_and_refuses_a_bad_record(tmp_path, capsys, monkeypatch):
+    """Found by tests/test_fuzz_cli.py: a FIFO listed in a fetched folder's completion record was reported as the
+    record being missing; a record entry that is not an object raised AttributeError (a traceback); a size of
+    1e999 or a path outside the folder was accepted."""
+    from sdr import datasets
+
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(datasets.DATASETS, "toyapi", datasets.Dataset(
+        "toyapi", "toyapi", "a fetched toy dataset", "CC0", "test", expected=("a.txt",), fetcher="semantic_scholar"))
+    folder = tmp_path / "cache" / "toyapi"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "a.txt")
+    (folder / "b.txt").symlink_to("/dev/zero")
+    record = folder / "_complete.json"
+    write(record, json.dumps({"files": {"a.txt": {"size": 6}, "b.txt": {"size": 2}}}))
+    with no_hang():
+        code, out, _ = run(["data", "verify", "toyapi"], capsys)
+    assert code == 1
+    assert f"special   {folder / 'a.txt'}: a FIFO (named pipe)" in out and f"special   {folder / 'b.txt'}" in out
+    for files in ({"a.txt": 6}, {"../a.txt": {"size": 6}}, {"a.txt": {"size": 1e999}}, {"a.txt": {"sha256": "x"}}):
+        write(record, json.dumps({"files": files}))
+        code, _, err = run(["data", "verify", "toyapi"], capsys)
+        assert code == 2 and f"{record}: entry" in one_line_error(err)
+    write(record, '{"files": {}, "files": {}}')
+    code, _, err = run(["data", "verify", "toyapi"], capsys)
+    assert code == 2 and "appears twice" in one_line_error(err) and str(record) in err

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from sdr.jsonio import file_kind
 
 RECORD = "_complete.json"
 PROGRESS = "_progress.json"
@@ -140,7 +143,9 @@ def fetch_state(folder: str | Path) -> FetchState:
     for relative, entry in files.items():
         target = folder / relative
         if not target.is_file():
-            return FetchState(False, record, progress, f"{relative} listed in {RECORD} is missing")
+            kind = file_kind(target)
+            return FetchState(False, record, progress, f"{relative} listed in {RECORD} is "
+                                                       f"{'missing' if kind == 'missing' else kind + ', not a file'}")
         if isinstance(entry, dict) and entry.get("size") is not None and target.stat().st_size != entry["size"]:
             return FetchState(False, record, progress, f"{relative} has {target.stat().st_size} bytes, "
                                                        f"{RECORD} says {entry['size']}")
@@ -148,18 +153,40 @@ def fetch_state(folder: str | Path) -> FetchState:
 
 
 def verify_record(folder: str | Path) -> dict[str, str]:
-    """``{path: "ok" | "mismatch" | "missing"}`` for every file the record lists (digests recomputed)."""
+    """``{path: "ok" | "mismatch" | "missing" | "special"}`` for every file the record lists (digests recomputed).
+
+    The record is read strictly (:func:`sdr.jsonio.load_json`: a repeated key, a byte that is not UTF-8, a FIFO
+    in its place are input errors) and must be ``{"files": {path: {"size", "sha256"}}}`` with every path inside
+    the folder. A listed file that is not a regular file (a FIFO, a link to ``/dev/zero``) is ``special`` and
+    never read: hashing it would hang or never end.
+    """
+    from sdr.jsonio import InputError, load_json
+
     folder = Path(folder)
-    record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    path = folder / RECORD
+    expected = 'a completion record {"files": {path: {"size": bytes, "sha256": hex}}}'
+    record = load_json(path, expected)
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, dict):
+        raise InputError(f"{path}: expected {expected}")
     status = {}
-    for relative, entry in record.get("files", {}).items():
+    for relative, entry in files.items():
         target = folder / relative
-        if not target.is_file():
+        size, digest = (entry.get("size"), entry.get("sha256")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(entry, dict) or not relative or Path(relative).is_absolute() or ".." in Path(relative).parts \
+                or not (size is None or type(size) is int and size >= 0) \
+                or not (digest is None or isinstance(digest, str) and re.fullmatch("[0-9a-f]{64}", digest)):
+            raise InputError(f"{path}: entry {relative!r}: {entry!r}; expected a path inside {folder} with "
+                             f"{{\"size\": bytes, \"sha256\": hex}}")
+        kind = file_kind(target)
+        if kind == "missing":
             status[relative] = "missing"
-        elif isinstance(entry, dict) and entry.get("sha256"):
-            status[relative] = "ok" if _digest(target) == entry["sha256"] else "mismatch"
+        elif kind is not None:
+            status[relative] = "special"
+        elif digest:
+            status[relative] = "ok" if _digest(target) == digest else "mismatch"
         else:
-            status[relative] = "ok" if target.stat().st_size == entry.get("size") else "mismatch"
+            status[relative] = "ok" if target.stat().st_size == size else "mismatch"
     return status
 
 
