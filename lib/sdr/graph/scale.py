@@ -383,14 +383,36 @@ def collect_distributed(work_dir: str | Path, link_prediction: bool = True) -> G
     from sdr.graph.link_prediction import _link_prediction
     from sdr.graph.pbg import _read_vectors
 
+    from sdr.jsonio import parse_json, require_file
+
     root = Path(work_dir).resolve()
-    about = json.loads((root / _DISTRIBUTED_FILE).read_text(encoding="utf-8"))
-    pbg_config = ConfigFileLoader().load_config(str(root / "config.py"))
-    n_nodes, partitions = int(about["nodes"]), int(about["num_partitions"])
-    test_rows = np.load(root / "test_rows.npy")
-    link = _link_prediction(pbg_config, test_rows, partitions) if link_prediction and len(test_rows) else {}
-    vectors = _read_vectors(pbg_config, n_nodes, partitions, root / "vectors.npy")
-    ids = (root / "ids.txt").read_text(encoding="utf-8").split()
+    what = "a distributed run prepared by `sdr graph embed --machines M --work-dir DIR`"
+    files = {name: require_file(root / name, what) for name in (_DISTRIBUTED_FILE, "config.py", "test_rows.npy",
+                                                                 "ids.txt")}
+    try:
+        about = parse_json(files[_DISTRIBUTED_FILE].read_text(encoding="utf-8"))
+        n_nodes, partitions = int(about["nodes"]), int(about["num_partitions"])
+        test_rows = np.load(files["test_rows.npy"], allow_pickle=False)
+        ids = files["ids.txt"].read_text(encoding="utf-8").split()
+    except (ValueError, KeyError, TypeError, OSError, EOFError) as error:
+        raise InputError(f"{root}: unreadable run files ({type(error).__name__}: {str(error)[:120]}); expected "
+                         f"{what}") from None
+    if len(ids) != n_nodes or test_rows.ndim != 2 or (len(test_rows) and test_rows.shape[1] != 2):
+        raise InputError(f"{root}: ids.txt has {len(ids):,} ids for {n_nodes:,} nodes, test_rows.npy the shape "
+                         f"{test_rows.shape}; expected {what}")
+    pbg_config = ConfigFileLoader().load_config(str(files["config.py"]))
+    checkpoint = Path(pbg_config.checkpoint_path)
+    if not (checkpoint / "checkpoint_version.txt").is_file():
+        raise InputError(f"{root}: no finished checkpoint in {checkpoint} (checkpoint_version.txt missing): run every "
+                         "machine's `python -m sdr.graph.pbg_train` command and wait until all of them finish")
+    try:
+        link = _link_prediction(pbg_config, test_rows, partitions) if link_prediction and len(test_rows) else {}
+        vectors = _read_vectors(pbg_config, n_nodes, partitions, root / "vectors.npy")
+    except Exception as error:  # torchbiggraph's CouldNotLoadData and friends: a checkpoint cut short
+        if type(error).__module__.startswith("torchbiggraph") or isinstance(error, (OSError, EOFError)):
+            raise InputError(f"{checkpoint}: the checkpoint cannot be read ({type(error).__name__}: "
+                             f"{str(error)[:120]}); did every machine finish?") from None
+        raise
     config = GraphEmbeddingConfig(**{k: v for k, v in about["config"].items()
                                      if k in GraphEmbeddingConfig.__dataclass_fields__})
     report = EmbeddingReport(**{k: v for k, v in about["report"].items() if k in EmbeddingReport.__dataclass_fields__})
