@@ -316,6 +316,8 @@ def table_6_11_findings():
         f"whose SciDocs Avg is the highest too ({best('SciDocs Avg')}).",
         f"* Highest **Out of task Avg**: {best('Out of task Avg')}; highest **In task Avg**: {best('In task Avg')}.",
         f"* Lowest **REG Avg**: {paper.loc['REG Avg (excluding SciDocs)', models].astype(float).idxmin()}.",
+        "* These are the thesis' printed values, one run a model with no interval: they say which number is largest, "
+        "not that the differences are beyond noise.",
     ]))
 
 
