@@ -352,3 +352,21 @@ def test_leaderboard_row_checks_per_query_values_against_the_headline():
                              per_query={"a": 10.0, "b": 20.0})
     with pytest.raises(ValueError, match="seed must be an integer"):
         book.leaderboard_row("x", "csfcube", {"map_all": 15.0}, data="real", base_model="b", training="none", seed="1")
+
+
+def test_the_caption_under_a_figure_is_wrapped_to_the_figure_width():
+    """A caption line wider than its figure widens the saved image and shrinks the plot on the page."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sdr.book.figures import caption_under
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    axis.plot([0, 1], [0, 1])
+    text = caption_under("Profile: smoke · Data: " + "a synthetic corpus of 400 papers, seed 0 [replica]; " * 8, -0.04)
+    figure.canvas.draw()
+    extent = text.get_window_extent()
+    assert text.get_text().count("\n") >= 3 and extent.width <= figure.bbox.width
+    plt.close(figure)

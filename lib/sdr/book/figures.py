@@ -13,10 +13,23 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 
+def caption_under(text: str, y: float = -0.02, figure=None, fontsize: int = 8):
+    """The line under a figure that names the profile and the data (``run.caption()``), wrapped to the figure's
+    width: one long unwrapped line would widen the saved figure (``bbox_inches="tight"``) and shrink the plot on the
+    page. Placed from ``y`` (figure coordinates) downwards."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    figure = figure or plt.gcf()
+    characters = max(40, int(figure.get_figwidth() * 72 / (0.55 * fontsize)))  # ~0.55 em a character
+    return figure.text(0.01, y, textwrap.fill(text, characters), fontsize=fontsize, va="top")
+
+
 def _finish(run, axis_or_figure, caption_y: float) -> None:
     import matplotlib.pyplot as plt
 
-    plt.figtext(0.01, caption_y, run.caption(), fontsize=8)
+    caption_under(run.caption(), caption_y)
     plt.show()
 
 
@@ -42,6 +55,7 @@ def metric_bars(run, table: pd.DataFrame, metrics: Sequence[str], title: str, yl
     axis = sns.barplot(data=long.dropna(), x="metric", y="score", hue="model")
     axis.set(title=title, ylabel=ylabel, xlabel="")
     axis.tick_params(axis="x", rotation=45)
+    sns.move_legend(axis, "upper left", bbox_to_anchor=(1.01, 1), frameon=False)  # beside the bars, not over them
     _finish(run, axis, -0.12)
 
 

@@ -180,5 +180,7 @@ def paper_vs_ours_heatmap(table: pd.DataFrame, title: str, caption_text: str):
     figure, axes = plt.subplots(figsize=(min(1.0 * numeric.shape[1] + 4, 16), 0.45 * len(numeric) + 1.5))
     sns.heatmap(numeric, annot=True, fmt=f".{decimals}f", cmap="viridis", cbar=False, ax=axes)
     axes.set(title=title, ylabel="")
-    figure.text(0.01, -0.02, caption_text, fontsize=8)
+    from sdr.book.figures import caption_under
+
+    caption_under(caption_text, -0.02, figure)
     return figure

@@ -14,7 +14,7 @@ def _caption(run, source: str, y: float) -> None:
 
     from sdr import book
 
-    plt.figtext(0.01, y, book.caption(run.profile, [source]), fontsize=8)
+    book.figures.caption_under(book.caption(run.profile, [source]), y)
     plt.show()
 
 

@@ -384,7 +384,7 @@ def facet_figure(run, facets: FacetScores):
     axis = sns.barplot(data=long, x="facet", y="MAP", hue="system")
     axis.set(title="CSFCube test MAP per facet: aspect head i for facet i vs the encoder", ylabel="MAP (× 100)")
     axis.legend(fontsize=8)
-    plt.figtext(0.01, -0.04, run.caption(facets.caption_line), fontsize=8)
+    book.figures.caption_under(run.caption(facets.caption_line), -0.04)
     plt.show()
     return long
 

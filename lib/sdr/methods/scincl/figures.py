@@ -15,11 +15,13 @@ def collisions(run, collisions) -> None:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
+    from sdr import book
+
     axis = sns.lineplot(data=collisions.table, x="k_hard", y="collisions", marker="o", label="SciNCL kNN bands")
     axis.axhline(collisions.specter, color="grey", linestyle="--", label="SPECTER sampling (same graph)")
     axis.axvline(collisions.bands.k_pos, color="green", alpha=0.4, label="k+ (positive band)")
     axis.set(title=f"Collisions vs. k-hard (k+ = {collisions.bands.k_pos}; {collisions.queries:,} queries)",
              xlabel="k_hard", ylabel="colliding pairs")
     axis.legend()
-    plt.figtext(0.01, -0.04, run.caption(), fontsize=8)
+    book.figures.caption_under(run.caption(), -0.04)
     plt.show()

@@ -7,7 +7,6 @@ Shown in: notebooks/scitoricsbert.ipynb.
 
 from __future__ import annotations
 
-import textwrap
 import time
 from dataclasses import dataclass
 
@@ -44,7 +43,7 @@ def validation_curves(run, trained: TrainedRuns) -> None:
     grid = sns.relplot(data=trained.validation, x="epoch", y="validation MAP@R", hue="loss", col="training set",
                        kind="line", marker="o", height=3.2, aspect=1.2, facet_kws={"sharey": False})
     grid.figure.suptitle("Validation MAP@R after each epoch (the best epoch is kept)", y=1.03)
-    plt.figtext(0.01, -0.06, run.caption(), fontsize=8)
+    book.figures.caption_under(run.caption(), -0.06)
     plt.show()
 
 
@@ -109,7 +108,7 @@ def loss_bars(run, trained: TrainedRuns, ours: pd.DataFrame) -> None:
         axis.tick_params(axis="x", rotation=30)
     grid.axes.flat[0].legend(fontsize=7, loc="lower left")
     grid.figure.suptitle("CSAbstruct test: five losses × two training sets (lines: untrained baselines, paper)", y=1.03)
-    plt.figtext(0.01, -0.08, run.caption(), fontsize=8)
+    book.figures.caption_under(run.caption(), -0.08)
     plt.show()
 
 
@@ -214,7 +213,7 @@ def label_curves(run, experiment: LabelExperiment) -> None:
     fig.suptitle(f"Training on a random subset of CFS3's labels, scored on {experiment.evaluation.name}\n"
                  "(mean over seeds; the right end: all labels; lines: untrained baselines)", y=1.06, fontsize=10)
     fig.tight_layout()
-    plt.figtext(0.01, -0.02, textwrap.fill(run.caption(experiment.source), 170), fontsize=7, va="top")
+    book.figures.caption_under(run.caption(experiment.source), -0.02, fontsize=7)
     plt.show()
 
 
