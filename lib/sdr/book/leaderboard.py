@@ -71,8 +71,8 @@ def leaderboard_row(method: str, benchmark: str, metrics: Mapping[str, float], *
             paired interval of a difference.
         query_groups: the query keys whose means are averaged (CSFCube: its two test folds); default one group.
         reference: the method this row is compared with (its untrained encoder, same pooling and input length,
-            stored by the same chapter with ``per_query``): the Summary shows the difference and its paired
-            bootstrap 95 % interval over queries.
+            stored by the same chapter with ``per_query``): the Summary shows the difference and its two-stage
+            bootstrap 95 % interval (training seeds, then queries; :func:`sdr.stats.seed_query_bootstrap`).
 
     Example::
 

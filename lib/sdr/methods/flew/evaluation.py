@@ -466,7 +466,8 @@ def findings(run, inputs, scores: SplitterScores, heldout: pd.DataFrame, mdcr: M
                                  f"[{_signed(line['95 % low'])}, {_signed(line['95 % high'])}]"
                                  for name, line in table.iterrows())
                      + " (Δ: difference from the untrained encoder with its paired bootstrap 95 % interval over "
-                       "queries; "
+                     + ("training seeds, then queries within folds; " if seeds_here > 1
+                        else "queries, conditional on one trained model; ")
                      + ("every interval excludes 0)." if ((table["95 % low"] > 0) | (table["95 % high"] < 0)).all()
                         else "an interval that includes 0 is within noise)."))
     lines.append(f"* **The splitter** agrees with CSAbstruct test's facets on {scores.ours:.3f} of its sentences "
