@@ -25,7 +25,6 @@ Examples are derandomized (the same on every run) and bounded (``max_examples``)
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -52,15 +51,6 @@ FEW = settings(FUZZ, max_examples=10)
 
 # ------------------------------------------------------------------------------------------ the commands
 
-def leaf_commands(parser: argparse.ArgumentParser, prefix: tuple = ()):
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from leaf_commands(sub, prefix + (name,))
-            return
-    yield " ".join(prefix), parser
-
-
 FUZZED = {"evaluate csfcube", "evaluate scidocs", "evaluate mdcr", "evaluate scirepeval", "evaluate sentences",
           "evaluate paragraphs", "embed", "book-setup-cells", "data verify", "data status", "data fetch",
           "cfs3 build", "graph embed", "graph collect", "facets split"}
@@ -79,7 +69,7 @@ NOT_FUZZED = {
 
 
 def test_every_command_is_fuzzed_or_says_why_not():
-    commands = {name for name, _ in leaf_commands(cli.build_parser())}
+    commands = {name for name, _ in cli.leaf_commands(cli.build_parser())}
     assert commands == FUZZED | VALIDATION_ONLY | set(NOT_FUZZED), (
         "a command was added or removed: fuzz it here (or say in NOT_FUZZED why not)")
 

@@ -26,16 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "data" / "fixtures"
 
 
-def leaf_commands(parser: argparse.ArgumentParser, prefix: tuple = ()):
-    """``(command words, parser)`` of every leaf of the ``sdr`` parser tree."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from leaf_commands(sub, prefix + (name,))
-            return
-    yield " ".join(prefix), parser
-
-
 def output_options(parser: argparse.ArgumentParser) -> set[str]:
     return {action.dest for action in parser._actions if action.type in OUTPUT_TYPES}
 
@@ -66,7 +56,7 @@ OUTPUTISH = re.compile(r"(^|_)(out|output|outputs|work_dir|workdir|stats|ngram_d
 
 
 def test_every_command_is_read_only_or_has_its_outputs_listed():
-    commands = dict(leaf_commands(cli.build_parser()))
+    commands = dict(cli.leaf_commands(cli.build_parser()))
     assert set(commands) == READ_ONLY | set(WRITES), "a command was added or removed: list its outputs here"
     for command, parser in commands.items():
         typed = output_options(parser)

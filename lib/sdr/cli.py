@@ -28,6 +28,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def leaf_commands(parser: argparse.ArgumentParser, prefix: tuple = ()):
+    """``(command words, parser)`` of every leaf of the ``sdr`` parser tree (the output-layer and fuzz tests
+    enumerate the commands with it, so a new command is covered or fails them)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from leaf_commands(sub, prefix + (name,))
+            return
+    yield " ".join(prefix), parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="sdr", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
