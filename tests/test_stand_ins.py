@@ -36,3 +36,21 @@ def test_every_released_model_has_a_family_and_names_stay_inside_one_folder():
     for bad in ("../x", "/abs", "a\\b", ""):
         with pytest.raises(ValueError, match="Hub model name"):
             folder_name(bad)
+
+
+@pytest.mark.parametrize("name", ["allenai/specter", "sentence-transformers/stsb-roberta-base-v2"])
+def test_a_stand_ins_documents_differ_by_more_than_rounding(name, synthetic_corpus, tmp_path):
+    """At BERT's own initialisation the [CLS] vectors of a 1-layer random model agree to cosine 0.9999998, so a
+    metric of it flipped with the forward pass's batching (a CI failure of the FLeW released check); the stand-ins
+    are initialised wider so that documents differ by far more than rounding, and a perturbation of a float32 ulp
+    leaves every ranking as it was."""
+    import numpy as np
+
+    texts = [f"{p.title} {p.abstract}" for p in synthetic_corpus.papers.values()]
+    folder = write_stand_in(tmp_path / folder_name(name), name, texts, layers=1, hidden=16)
+    vectors = Encoder.load(str(folder), device="cpu").encode_texts(texts, progress=False).astype(np.float64)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = (unit @ unit.T)[np.triu_indices(len(texts), 1)]
+    assert cosines.mean() < 0.99, cosines.mean()
+    noisy = unit + np.random.default_rng(0).normal(0, 1e-7, unit.shape)
+    assert ((unit @ unit.T).argsort(1) == (noisy @ noisy.T).argsort(1))[:, -10:].all()
