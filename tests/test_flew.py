@@ -1097,7 +1097,7 @@ def test_split_metadata_reader_takes_the_releases_lines_and_names_bad_ones(tmp_p
     with pytest.raises(ValueError, match=":1: corpus_id 'abc' is not an S2 corpus id"):
         flew.read_split_metadata(path, "method")
     path.write_text("{not json\n")
-    with pytest.raises(ValueError, match=":1: not a JSON line"):
+    with pytest.raises(ValueError, match=":1: not valid JSON"):
         flew.read_split_metadata(path, "method")
 
 

@@ -15,7 +15,6 @@ published recipe).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import pandas as pd
 from sdr.book.chapter import ChapterCheckFailed
 from sdr.corpus import Paper
 from sdr.facets import FACETS
+from sdr.jsonio import InputError, read_jsonl
 
 __all__ = ["PUBLISHED", "PUBLISHED_SUM", "read_split_metadata", "TripletComparison", "compare_triplet_sets",
            "PublishedRecipe", "published_recipe"]
@@ -48,30 +48,21 @@ def read_split_metadata(path: str | Path, facet: str, ids: Iterable[str] | None 
         raise FileNotFoundError(f"{path}: FLeW's split-abstract file not found (sdr data fetch flew_split_metadata)")
     wanted = None if ids is None else set(map(str, ids))
     papers: dict[str, Paper] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not a JSON line ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{number}: expected an object per line, got {type(record).__name__}")
-            key = next((k for k in _ID_KEYS if record.get(k) is not None), None)
-            text_key = "abstract" if "abstract" in record else facet if facet in record else None
-            if key is None or "title" not in record or text_key is None:
-                raise ValueError(f"{path}:{number}: expected a corpus id ({', '.join(_ID_KEYS)}), 'title' and the "
-                                 f"{facet} text ('abstract' or {facet!r}); found keys {sorted(record)}")
-            pid = str(record[key])
-            if not pid.isdigit():
-                raise ValueError(f"{path}:{number}: {key} {record[key]!r} is not an S2 corpus id (digits)")
-            if wanted is not None and pid not in wanted:
-                continue
-            text = record[text_key]
-            if isinstance(text, list):  # a list of sentences
-                text = " ".join(map(str, text))
-            papers[pid] = Paper(pid, str(record.get("title") or ""), str(text or ""))
+    for number, record in read_jsonl(path, "one paper a line: its corpus id, 'title' and the facet's text"):
+        key = next((k for k in _ID_KEYS if record.get(k) is not None), None)
+        text_key = "abstract" if "abstract" in record else facet if facet in record else None
+        if key is None or "title" not in record or text_key is None:
+            raise InputError(f"{path}:{number}: expected a corpus id ({', '.join(_ID_KEYS)}), 'title' and the "
+                             f"{facet} text ('abstract' or {facet!r}); found keys {sorted(record)}")
+        pid = str(record[key])
+        if not pid.isdigit():
+            raise InputError(f"{path}:{number}: {key} {record[key]!r} is not an S2 corpus id (digits)")
+        if wanted is not None and pid not in wanted:
+            continue
+        text = record[text_key]
+        if isinstance(text, list):  # a list of sentences
+            text = " ".join(map(str, text))
+        papers[pid] = Paper(pid, str(record.get("title") or ""), str(text or ""))
     return papers
 
 
