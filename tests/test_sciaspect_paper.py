@@ -354,6 +354,23 @@ def test_corpus_ids_measure_leakage_against_corpus_id_sets_for_the_papers_that_h
     assert pd_isna(without.loc["CSFCube", "in the training graph"])
 
 
+def test_the_fetch_gives_every_resolved_linked_paper_its_corpus_id(synthetic_corpus, tmp_path):
+    """The leakage audit against CSFCube and SciRepEval (corpus ids) reaches the linked papers, not the anchors alone:
+    the fetch requests ``corpusId`` for them (LINK_FIELDS), as the service's 40-hex ids would otherwise hide them."""
+    from sdr.synthetic import s2_api
+
+    ids = s2_api.corpus_ids(synthetic_corpus)
+    anchors = sorted(synthetic_corpus.papers)[:5]
+    folder = s2_api.write_citation_pages(synthetic_corpus, tmp_path / "s2", anchors=anchors, sha_ids=True,
+                                         null_paper_every=2)
+    graph = synthetic_corpus.graph
+    linked = {other for a in anchors for other in graph.references(a) | graph.citations(a)}
+    aliases = sa.corpus_id_aliases(folder)
+    assert len(linked - set(anchors)) > 5
+    assert {s2_api.sha_id(p): str(ids[p]) for p in linked | set(anchors)}.items() <= aliases.items()
+    assert None not in aliases and "None" not in aliases.values()  # the unresolved references carry no corpus id
+
+
 def pd_isna(value) -> bool:
     import pandas as pd
 

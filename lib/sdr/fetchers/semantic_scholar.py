@@ -41,7 +41,8 @@ from sdr.fetchers import completion
 from sdr.fetchers.http import ApiError, Client
 
 GRAPH_API = "https://api.semanticscholar.org/graph/v1"
-LINK_FIELDS = "contexts,intents,contextsWithIntent,isInfluential,title,abstract"
+# corpusId: CSFCube and SciRepEval key their papers by S2 corpus ids, so the leakage audit needs every linked paper's
+LINK_FIELDS = "contexts,intents,contextsWithIntent,isInfluential,title,abstract,corpusId"
 PAPER_FIELDS = "title,abstract,externalIds,year"
 PAGE_LIMIT = 1000  # the API's maximum for /references and /citations
 MIN_PAGE_LIMIT = 10  # a 504 halves the page down to this, then the 504 is an error

@@ -125,8 +125,8 @@ class SyntheticGraphApi:
                 with_intent.append({"context": text, "intents": [S2_INTENT[intent]]})
         return {"contexts": contexts, "intents": [S2_INTENT[i] for i in citation.intents],
                 "contextsWithIntent": with_intent, "isInfluential": False,
-                role: {"paperId": self.external(other), "title": paper.title if paper else None,
-                       "abstract": paper.abstract if paper else None}}
+                role: {"paperId": self.external(other), "corpusId": self.corpus_ids.get(other),
+                       "title": paper.title if paper else None, "abstract": paper.abstract if paper else None}}
 
     def _record(self, requested: str) -> dict | None:
         pid = self.internal(requested)
@@ -149,11 +149,26 @@ class SyntheticGraphApi:
         if self.null_paper_every:
             role = "citedPaper" if kind == "references" else "citingPaper"
             unresolved = {"contexts": [], "intents": [], "contextsWithIntent": [], "isInfluential": False,
-                          role: {"paperId": None, "title": "A reference Semantic Scholar did not resolve",
+                          role: {"paperId": None, "corpusId": None,
+                                 "title": "A reference Semantic Scholar did not resolve",
                                  "abstract": None}}
             data = [link for i, item in enumerate(data, 1)
                     for link in ([item, unresolved] if i % self.null_paper_every == 0 else [item])]
         return data
+
+    @staticmethod
+    def _only(links: list[dict], fields: Sequence[str]) -> list[dict]:
+        """The link records with the requested ``fields`` alone, as the service answers (a linked paper's
+        ``paperId`` always)."""
+        kept = []
+        for link in links:
+            record = {key: value for key, value in link.items() if key in fields}
+            for role in ("citedPaper", "citingPaper"):
+                if role in link:
+                    record[role] = {key: value for key, value in link[role].items()
+                                    if key == "paperId" or key in fields}
+            kept.append(record)
+        return kept
 
     def __call__(self, method, url, headers, body, timeout):
         from sdr.fetchers.http import Response
@@ -178,7 +193,7 @@ class SyntheticGraphApi:
         offset = int(query.get("offset", ["0"])[0])
         if limit > 1000 or offset + limit > self.link_cap:
             return Response(400, json.dumps({"error": "offset + limit must be < 10000 and limit <= 1000"}).encode())
-        data = self.links(paper_id, kind)
+        data = self._only(self.links(paper_id, kind), query.get("fields", [""])[0].split(","))
         size = min(limit, self.page_size)
         page = {"offset": offset, "data": data[offset:offset + size]}
         if offset + size < len(data):

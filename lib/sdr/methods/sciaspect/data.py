@@ -101,8 +101,8 @@ def id_form(ids: Iterable[str]) -> str:
 def corpus_id_aliases(folder: str | Path) -> dict[str, str]:
     """S2 paper id → S2 corpus id of every paper of a ``s2_citations_thesis`` folder whose record carries one: the
     anchors (``papers.jsonl``, ``externalIds.CorpusId`` of ``/paper/batch``) and every linked paper whose page record
-    has ``corpusId`` (none today: the fetch's ``LINK_FIELDS`` do not request it; issue 36's bulk-dataset route, or the
-    field added to the fetch, fills it and :func:`remove_evaluation_papers` then compares every paper)."""
+    has ``corpusId`` (the fetch requests it, :data:`sdr.fetchers.semantic_scholar.LINK_FIELDS`; a graph fetched before
+    it did has only the anchors', and the overlap rows then say how many of the graph's papers were comparable)."""
     import json
 
     folder = Path(folder)

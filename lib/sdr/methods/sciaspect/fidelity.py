@@ -232,9 +232,9 @@ def deviation_lines(facts: Facts) -> dict[str, str]:
     if f.not_comparable:
         lines["leakage not measured"] = (f"Leakage against {', '.join(f.not_comparable)} is not measured, or for part "
                                          f"of the graph only: the training graph's ids are another kind "
-                                         f"({f.training_ids}), and the fetch gives corpus ids for the anchors alone "
-                                         "(it does not request corpusId for linked papers; issue 36's bulk-dataset "
-                                         "route would give every paper's).")
+                                         f"({f.training_ids}), and only papers the fetch gave a corpus id are "
+                                         "compared (a graph fetched before the fetch requested corpusId for linked "
+                                         "papers has the anchors' alone: fetch it again to compare every paper).")
     if DETECTORS["SciRepEval task set"](f):
         tasks = f.scirepeval_tasks
         lines["SciRepEval task set"] = (f"Table 6.11: our averages count {tasks['in_train']} in-task and "
