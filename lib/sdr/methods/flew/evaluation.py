@@ -478,11 +478,12 @@ def findings(run, inputs, scores: SplitterScores, heldout: pd.DataFrame, mdcr: M
 def store(run, scores: SplitterScores, agreement: CSFCubeAgreement, graph: FacetGraph, queries: QueryList,
           sampling: Sampling, heldout: pd.DataFrame, mdcr: MDCRScores, table2: Mapping, scirepeval: SciRepEvalScores,
           tables: Mapping, cs: CSFCubeRows, conclusions: str, *, released: pd.DataFrame | None = None,
-          comparison=None, published=None, differences: list[str] | None = None):
+          comparison=None, published=None, differences: list[str] | None = None, losses: pd.DataFrame | None = None):
     """The FLeW chapter's record in the results store: its tables (``tables``: Table 1 and Table 3 as paired by the
     chapter's rule, with ours that stand apart, and Table 3's claim), the released models' table (``paper``), the
-    released triplets beside the re-sampled ones, the published recipe's training, the weights every sum chose,
-    its leaderboard rows, the list of differences from the paper and the findings."""
+    released triplets beside the re-sampled ones, the published recipe's training, the training runs' probe losses
+    (``losses``: what ``loss_margin`` checks, read by benchmarks/measure_real_margins.py), the weights every sum
+    chose, its leaderboard rows, the list of differences from the paper and the findings."""
     extra_tables = {"Table 1, ours apart": tables["Table 1"].apart.round(2),
                     "Table 3, ours apart": tables["Table 3"].apart.round(2),
                     "MDCR Table 2, ours apart": table2["apart"]}
@@ -490,6 +491,8 @@ def store(run, scores: SplitterScores, agreement: CSFCubeAgreement, graph: Facet
         extra_tables["released models"] = released.round(4)
     if comparison is not None and not comparison.empty:
         extra_tables["released vs re-sampled triplets"] = comparison.table.round(4)
+    if losses is not None and not losses.empty:
+        extra_tables["probe loss (training runs)"] = losses.round(4)
     if published is not None and not published.empty:
         extra_tables["published recipe"] = published.table.round(4)
     return run.save({
