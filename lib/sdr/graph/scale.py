@@ -317,6 +317,11 @@ def embed_edge_files(
         say(f"trained; link prediction {link}")
     ids = node_ids.as_strings()
     report.seconds = time.perf_counter() - started
+    if work_dir is not None:  # read back with the vectors as a given embedding (sdr.graph.given)
+        from sdr.graph.given import EMBEDDING_INFO
+
+        about = {"config": asdict(config), "report": asdict(report), "link_prediction": link}
+        (Path(work_dir) / EMBEDDING_INFO).write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=_IdPairs(buckets.test_rows, ids))
 

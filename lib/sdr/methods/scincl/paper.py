@@ -291,10 +291,16 @@ TABLE2_NOT_RUN = {
 
 #: What the SciNCL chapter does differently from SciNCL at every profile (issue 37); the deviations that depend on the
 #: run's parameters and data are generated (:func:`scincl_deviations`).
-SCINCL_DEVIATIONS = (
+TRIPLET_GRAPH_DEVIATION = (
     "The citation graph is the one inside SPECTER's training triplets (query → positive, at most 5 out-edges a "
-    "query), not S2ORC's (Table 4: 52.5 M nodes); no row trained on it is set beside the paper's SciNCL row (the "
-    "bulk S2ORC graph is issue 36's).",
+    "query), not S2ORC's (Table 4: 52.5 M nodes); no row trained on it is set beside the paper's SciNCL row (give "
+    "`graph_embedding`, an embedding of S2ORC's citation graph, to sample on SciNCL's graph).")
+#: With ``graph_embedding``: SciNCL's bands are on S2ORC's graph, SPECTER's sampling still on the triplets' citations.
+GIVEN_GRAPH_DEVIATION = (
+    "SciNCL's bands are searched on the given embedding of S2ORC's citation graph (`graph_embedding`: {path}), "
+    "restricted to the training papers found in it; the SPECTER-sampling baseline still draws from the citations "
+    "inside SPECTER's triplets, and Table 2's leakage and the w/o-leakage part embed their own graphs.")
+SCINCL_DEVIATIONS = (
     "Table 2's Init. rows (BERT-Base, BERT-Large, BioBERT as the base model) are not run.",
     "Table 1's w/o-leakage rows are not trained: the part builds their graph from SciNCL's released triples and "
     "samples the paper's bands on it, but the triples carry corpus ids only, and the papers' texts need Semantic "
@@ -316,7 +322,12 @@ def scincl_deviations(run) -> list[str]:
              if p.index_every_paper else
              "the FAISS index holds the graph's nodes only: papers that occur only as negatives are left out "
              "(SciNCL indexes every training paper, A.4)")
+    given = getattr(p, "graph_embedding", "")
+    if given:
+        index = ("the FAISS index holds the training papers found in the given embedding (SciNCL indexes every "
+                 "training paper, A.4; the page counts those not found)")
+    graph = GIVEN_GRAPH_DEVIATION.format(path=given) if given else TRIPLET_GRAPH_DEVIATION
     fixed = [f"SciNCL does not state its learning-rate schedule; this run uses {schedule}.", f"Index: {index}.",
-             *SCINCL_DEVIATIONS]
+             graph, *SCINCL_DEVIATIONS]
     return deviations(run, PAPER_SETTINGS, keys=[*run.method.TRAINING_PARAMETERS, "recommendations",
                                                  "csfcube_max_length"], fixed=fixed)
