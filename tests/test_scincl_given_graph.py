@@ -132,7 +132,7 @@ def _specter_like_graph(corpus_of):
                                paper_ids=papers, corpus_ids=dict(corpus_of))
 
 
-def test_given_embedding_is_restricted_to_the_training_papers_under_their_own_ids(tmp_path, capsys):
+def test_given_embedding_is_restricted_to_the_training_papers_under_their_own_ids(tmp_path):
     info = {"config": {"dimension": 4, "comparator": "dot"}, "link_prediction": {"MRR": 41.0, "Hits@1": 30.0,
                                                                                    "Hits@10": 70.0, "AUC": 88.0}}
     folder = write_folder(tmp_path / "s2orc", info=info)
@@ -147,7 +147,9 @@ def test_given_embedding_is_restricted_to_the_training_papers_under_their_own_id
     assert embedded.source == scincl.S2ORC_GRAPH and embedded.given
     assert embedded.graph_label == f"the S2ORC citation graph (given embedding: {folder})"
     assert run.branches == ["S2ORC graph embedding read"] and run.glued["given_found"] == "4"
-    assert "4 of the 6 training papers found in the given embedding (6 nodes, dimension 4)" in capsys.readouterr().out
+    assert embedded.graph_size == {"nodes": 6, "edges": None}  # embedding.json here records no report
+    assert embedded.describe().startswith("4 of the 6 training papers found in the given embedding (6 nodes, "
+                                          "dimension 4); the other 2 are not in the FAISS index")
     # the query not in the embedding is not sampled; the others are
     assert graph.query_ids == ["sha_a", "sha_b", "sha_c"] and embedded.query_ids(graph) == ["sha_a", "sha_b"]
     ours = embedded.link_table[embedded.link_table["reported by"].str.startswith("sdr graph embed")]
@@ -197,13 +199,36 @@ def test_sdr_graph_embed_work_dir_is_read_back_and_sampled_over_the_training_pap
     result = embed_edge_files([edges], config, work_dir=tmp_path / "work")
     about = json.loads((tmp_path / "work" / EMBEDDING_INFO).read_text())
     assert about["config"]["dimension"] == 8 and about["link_prediction"] == result.link_prediction
+    assert about["report"]["distinct_edges"] == result.report.distinct_edges > 0
     corpus_of = {f"sha{c}": c for c in corpus[:40]}  # the training papers: 40 of the graph's 60 nodes
     run = _run(dimension=8)
     embedded = scincl.given_embedding(run, _specter_like_graph(corpus_of), str(tmp_path / "work"))
-    assert embedded.embedding.ids == sorted(corpus_of) and len(embedded.link_table) > 0
+    assert embedded.embedding.ids == sorted(corpus_of)
+    assert embedded.graph_size == {"nodes": 60, "edges": result.report.distinct_edges}
+    assert embedded.link_table["reported by"].str.startswith("sdr graph embed").sum() == 1
     by_corpus = dict(zip(result.ids, np.asarray(result.vectors)))
     np.testing.assert_array_equal(embedded.embedding.vectors[0], by_corpus[str(corpus[0])])
     bands = scincl.Bands(k_pos=6, c_pos=3, k_hard=20, c_hard=2, c_easy=3)
     triplets, report = scincl.sample_triplets(embedded.embedding, bands, sorted(corpus_of)[:10], seed=0)
     assert report.queries_used == 10 and len(triplets) == 50
     assert {p for t in triplets for p in (t.query, t.positive, t.negative)} <= set(corpus_of)
+
+
+def test_the_dry_runs_s2orc_graph_fixture_holds_most_of_the_specter_fixtures_training_papers(tmp_path):
+    """The paper dry run's second SciNCL run (DRY_RUN_GIVEN_GRAPH) embeds the s2orc_citation_graph fixture: its
+    corpus ids are the ones the SPECTER fixture's triplets carry, and it holds more than MIN_GIVEN_SHARE of them
+    (the s2orc node set is a subset of the corpus, so not all: the page counts the others)."""
+    import gzip
+
+    from sdr import datasets, dryrun
+
+    given = scincl.DRY_RUN_GIVEN_GRAPH
+    assert datasets.BULK_ROUTE["scincl"][1] == given["dataset"]
+    fixture = dryrun.FixtureCorpus()
+    folder = tmp_path / given["dataset"]
+    dryrun.write_s2orc_citation_graph(folder, fixture)
+    nodes = {part for path in (folder / "edges").glob("*.tsv.gz")
+             for line in gzip.open(path, "rt") for part in line.split()[:2]}
+    training = {str(fixture.record(pid)["corpus_id"]) for triplet in fixture.triplets() for pid in triplet}
+    found = len(training & nodes)
+    assert scincl.MIN_GIVEN_SHARE * len(training) < found < len(training)

@@ -99,8 +99,11 @@ class CitationEmbedding:
     graph_label: str = ""
     source: str = ""
     given: bool = False
+    graph_size: dict = field(default_factory=dict)  # a given embedding's graph: its nodes (and edges, if recorded)
 
     def describe(self) -> str:
+        if self.given:  # nothing was embedded here: what was read and found
+            return "\n".join(self.checks)
         return "\n".join([str(self.embedding.report), *self.checks])
 
     def query_ids(self, graph: TripletGraph) -> list[str]:
@@ -201,9 +204,10 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
         reason = (f"link prediction not scored: {path} records no held-out edges (only `sdr graph embed --work-dir` "
                   "writes them, in embedding.json)")
     link_table = paper[["reported by", "model", "dimension", "comparator", *LINK_PREDICTION_METRICS]]
-    print(line)
     run.glue("given_found", f"{found:,}")
-    return CitationEmbedding(embedding, config, link_table, [line, reason], label, S2ORC_GRAPH, given=True)
+    size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges")}
+    return CitationEmbedding(embedding, config, link_table, [line, reason], label, S2ORC_GRAPH, given=True,
+                             graph_size=size)
 
 
 def _planted_community_checks(corpus, embedding) -> list[str]:
@@ -269,6 +273,7 @@ class TrainingSets:
     graph_label: str  # the graph SciNCL's bands were searched on
     band_check: BandCheck | None = None
     specter_graph_label: str = ""  # the graph SPECTER's sampling drew from (the triplet graph's citations)
+    graph_size: dict = field(default_factory=dict)  # a given embedding's graph (CitationEmbedding.graph_size)
 
     @property
     def filled(self) -> int:
@@ -346,7 +351,8 @@ def training_sets(run, training: specter.TrainingSet, graph: TripletGraph,
              "SPECTER sampling": f"SPECTER sampling on {graph.label}{training.leak_label}"}
     sets = TrainingSets(bands, requested, n_nodes, query_ids, main_queries, collision_queries,
                         collision_settings, searches, triplets, report, specter_same_graph, specter_report, names,
-                        embedded.graph_label or graph.label, specter_graph_label=graph.label)
+                        embedded.graph_label or graph.label, specter_graph_label=graph.label,
+                        graph_size=embedded.graph_size)
     run.glue("hard_filled", f"{sets.filled:,}")
     run.glue("hard_wanted", f"{specter.HARD_PER_QUERY * specter_report.queries_used:,}")
     sets.band_check = _check_bands(run, sets, embedding)
@@ -377,7 +383,8 @@ def _check_bands(run, sets: TrainingSets, embedding) -> BandCheck:
 
 def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
     """Our training set beside SciNCL Table 4's two (the w/o-leakage unique papers come from A.4's text, a row of
-    their own in the CSV: ``first()`` merges them).
+    their own in the CSV: ``first()`` merges them). With a given embedding, Nodes and Edges are its graph's (the edges
+    as ``sdr graph embed`` recorded them, else empty).
 
     Shown in: notebooks/scincl.ipynb, Sampling bands and the two training sets."""
     table4 = book.read_paper_table("scincl_table4").groupby("model", sort=False)[
@@ -387,9 +394,9 @@ def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
         "Unique paper IDs": len({p for t in sets.triplets for p in (t.query, t.positive, t.negative)}),
         "Query paper IDs": len(sets.main_queries),
         "Query paper IDs in SciDocs": int(graph.query_leakage.loc["in test or validation", "training papers in it"]),
-        "Nodes": sets.n_nodes,
-        "Edges": graph.report["edges"],
-    }, name=f"this book ({run.profile}, {graph.label})")
+        "Nodes": sets.graph_size.get("nodes", sets.n_nodes),
+        "Edges": sets.graph_size.get("edges", graph.report["edges"]) if sets.graph_size else graph.report["edges"],
+    }, name=f"this book ({run.profile}, {sets.graph_label or graph.label})")
     return table4.join(ours, how="outer").loc[ours.index]
 
 

@@ -23,7 +23,7 @@ from sdr.released import ReleasedCheck
 
 __all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "PBG_SECONDS_PER_EDGE_EPOCH",
            "FLAT_SEARCH_SECONDS", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES", "write_dry_run_wol",
-           "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "TABLE2_NOT_RUN", "scincl_deviations"]
+           "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "DRY_RUN_GIVEN_GRAPH", "TABLE2_NOT_RUN", "scincl_deviations"]
 
 # ================================================================================================ parts
 #: The chapter's parts. The headline run is SciNCL Table 1's SciNCL row (one seed) against SPECTER's sampling on the
@@ -212,6 +212,12 @@ RELEASED_CHECKS = [
 DRY_RUN_BRANCHES = ("released checks asserted", "training papers overlap SciDocs (with leakage)",
                     "leaderboard model trained with another seed", "paper bands unclipped (k-hard 4000)",
                     "every training paper indexed")
+
+#: The dry run's second SciNCL execution (issue 36, :func:`sdr.dryrun.run_on_given_graph`): the main part with
+#: ``graph_embedding`` set to an embedding of the mirror's ``s2orc_citation_graph`` edges, written as `sdr graph embed
+#: --work-dir` writes it (:func:`sdr.graph.embed_edge_files`), in a results store of its own; the branch it must take.
+DRY_RUN_GIVEN_GRAPH = {"dataset": "s2orc_citation_graph", "parameter": "graph_embedding", "parts": "main",
+                       "branches": ("S2ORC graph embedding read",)}
 
 WOL_FIXTURE_PAPERS = 4_600
 """Papers of the dry-run w/o-leakage triples, every one a query: more than k-hard 4000 + c-easy 3 + 1 nodes, so the
