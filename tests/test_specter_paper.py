@@ -126,6 +126,12 @@ def test_scincl_cost_plan_by_hand():
     assert not [w for w in cost.work if w.part == "sweeps"]  # no sweep named: no line
     wol = _line(cost, "kNN bands of the w/o-leakage queries")
     assert wol.other_hours() == pytest.approx(10 * 680_967 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
+    # with a given embedding of S2ORC's graph the plan embeds nothing for the main part: it reads the given rows
+    given = scincl.cost_plan(SimpleNamespace(**{**vars(p), "graph_embedding": "/data/s2orc_graph"}))
+    assert not [w for w in given.work if w.what == "BigGraph embedding of SPECTER's triplet graph"]
+    read = _line(given, "read the given S2ORC graph embedding (graph_embedding): the training papers' rows")
+    assert read.part == "main" and "/data/s2orc_graph" in read.how
+    assert _line(given, "kNN bands of the main queries").other_hours() == search.other_hours()
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))

@@ -119,8 +119,17 @@ def cost_plan(p) -> CostPlan:
     collision_queries = len(share_of_queries(all_queries, p.collision_fraction, p.seed))
     shared = collision_queries == queries and p.collision_fraction == 1.0 and not p.max_queries
     band_check = queries if not p.band_check_queries else min(p.band_check_queries, queries)
+    given = getattr(p, "graph_embedding", "")
+    # with a given embedding of S2ORC's graph nothing is embedded here: its rows of the training papers are read
+    graph_work = (Work("main", "read the given S2ORC graph embedding (graph_embedding): the training papers' rows",
+                       "graph", hours=0.0, hours_on="CPU",
+                       how=f"ids file and ≤ {nodes:,} memory-mapped rows of {given} (not measured; the embedding "
+                           "itself is made beforehand by `sdr graph embed`, README: The citation graph at scale)")
+                  if given else
+                  _graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p,
+                         node_words))
     work += [
-        _graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p, node_words),
+        graph_work,
         _search("main", "kNN bands of the main queries", queries, nodes, d),
         _search("main", "kNN bands of Fig. 5's queries (collision sweep)", collision_queries, nodes, d,
                 runs=0 if shared else 1),
