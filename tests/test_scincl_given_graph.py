@@ -13,6 +13,7 @@ import pytest
 
 from sdr.book.chapter import ChapterCheckFailed
 from sdr.graph import EMBEDDING_INFO, GraphEmbeddingConfig, embed_edge_files, read_given_embedding
+from sdr.graph.given import check_given_embedding
 from sdr.jsonio import InputError
 from sdr.methods import scincl
 
@@ -232,3 +233,22 @@ def test_the_dry_runs_s2orc_graph_fixture_holds_most_of_the_specter_fixtures_tra
     training = {str(fixture.record(pid)["corpus_id"]) for triplet in fixture.triplets() for pid in triplet}
     found = len(training & nodes)
     assert scincl.MIN_GIVEN_SHARE * len(training) < found < len(training)
+
+
+def test_the_quick_check_stops_a_wrong_path_or_dimension_before_the_released_models(tmp_path):
+    folder = write_folder(tmp_path / "graph")
+    check_given_embedding(folder, dimension=4)
+    check_given_embedding(write_jsonl(tmp_path / "graph.jsonl"), dimension=4)
+    with pytest.raises(InputError, match=r"graph: the vectors have 4 dimensions; expected 768"):
+        check_given_embedding(folder, dimension=768)
+    with pytest.raises(InputError, match=r"graph.jsonl: the vectors have 4 dimensions; expected 16"):
+        check_given_embedding(tmp_path / "graph.jsonl", dimension=16)
+    with pytest.raises(FileNotFoundError, match="typo: not found"):
+        check_given_embedding(tmp_path / "typo")
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    with pytest.raises(InputError, match=r"bad.jsonl:1: not an embedding record"):
+        check_given_embedding(tmp_path / "bad.jsonl")
+    # the released step runs it before any model is read
+    run = SimpleNamespace(p=SimpleNamespace(graph_embedding=str(tmp_path / "typo"), graph_dimension=4))
+    with pytest.raises(FileNotFoundError, match="typo: not found"):
+        scincl.released_models(run, SimpleNamespace())

@@ -21,7 +21,7 @@ import numpy as np
 
 from sdr.jsonio import InputError
 
-__all__ = ["EMBEDDING_INFO", "GivenEmbedding", "Restricted", "read_given_embedding"]
+__all__ = ["EMBEDDING_INFO", "GivenEmbedding", "Restricted", "check_given_embedding", "read_given_embedding"]
 
 #: Written by :func:`sdr.graph.embed_edge_files` into ``--work-dir``: the PBG settings, the run's report and link
 #: prediction on the held-out edges (read back as the given embedding's).
@@ -111,6 +111,38 @@ def read_given_embedding(path: str | Path, dimension: int | None = None) -> Give
         raise InputError(f"{path}: the vectors have {given.dimension} dimensions; expected {dimension} "
                          "(graph_dimension): set graph_dimension to the given embedding's dimension")
     return given
+
+
+def check_given_embedding(path: str | Path, dimension: int | None = None) -> None:
+    """The checks of :func:`read_given_embedding` that need no pass over the ids: the files are there, the vectors
+    are an ``[N, d]`` float array of the expected dimension (a JSONL's first record only). For a chapter to stop on a
+    wrong path or dimension before hours of other work; the full read checks the rest."""
+    path = Path(path)
+    if path.is_dir():
+        for needed in (path / "ids.txt", path / "vectors.npy"):
+            if not needed.is_file():
+                raise InputError(f"{needed}: missing; expected {_EXPECTED}")
+        try:
+            vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError, EOFError) as error:
+            raise InputError(f"{path / 'vectors.npy'}: not a .npy array ({type(error).__name__}: {str(error)[:120]})"
+                             "; expected the [N, d] float32 vectors `sdr graph embed --work-dir` writes") from None
+        if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating):
+            raise InputError(f"{path / 'vectors.npy'}: an array of shape {vectors.shape} and dtype {vectors.dtype}; "
+                             "expected [N, d] floats, one row per line of ids.txt")
+        found = vectors.shape[1]
+    elif path.is_file():
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+        try:
+            found = len(json.loads(first)["embedding"])
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"{path}:1: not an embedding record; expected {_EXPECTED}") from None
+    else:
+        raise FileNotFoundError(f"{path}: not found; expected {_EXPECTED}")
+    if dimension is not None and found != int(dimension):
+        raise InputError(f"{path}: the vectors have {found} dimensions; expected {dimension} (graph_dimension): set "
+                         "graph_dimension to the given embedding's dimension")
 
 
 def _read_folder(folder: Path) -> GivenEmbedding:

@@ -452,8 +452,15 @@ def released_models(run, inputs):
     :data:`sdr.methods.scincl.RELEASED_CHECKS`): malteos/scincl on SciDocs and MDCR, held to SciNCL Table 1 and thesis
     Table 6.9 before anything trains. MDCR is read only there.
 
+    A ``graph_embedding`` is checked here first (files, dimension: :func:`sdr.graph.given.check_given_embedding`), so a
+    wrong path stops the page before the released models' hours, not after them.
+
     Shown in: notebooks/scincl.ipynb, The released model first."""
+    from sdr.graph.given import check_given_embedding
     from sdr.methods.scincl.paper import RELEASED_CHECKS
+
+    if getattr(run.p, "graph_embedding", ""):
+        check_given_embedding(run.p.graph_embedding, dimension=run.p.graph_dimension)
 
     reads_mdcr = run.data.policy.real_only and "released" in run.parts
     extra = {"mdcr": run.data.input("mdcr").path} if reads_mdcr else {}
