@@ -35,7 +35,8 @@ _EXPECTED = ("a folder written by `sdr graph embed EDGES --work-dir DIR` (vector
 @dataclass
 class Restricted:
     """The given embedding restricted to a chapter's papers: ``ids`` (the chapter's own paper ids, found ones only)
-    and their ``vectors``; ``missing``: the chapter's papers whose corpus id is not in the embedding (or who have none)."""
+    and their ``vectors``; ``missing``: the chapter's papers whose corpus id is not in the embedding (or who have
+    none)."""
 
     ids: list[str]
     vectors: np.ndarray
@@ -75,7 +76,8 @@ class GivenEmbedding:
             if _CORPUS_ID.fullmatch(text):
                 wanted.append(paper_id)
                 numbers.append(int(text))
-        rows = pd.Index(self.corpus_ids).get_indexer(np.array(numbers, dtype=np.int64)) if numbers else np.array([], int)
+        wanted_ids = np.array(numbers, dtype=np.int64)
+        rows = pd.Index(self.corpus_ids).get_indexer(wanted_ids) if numbers else np.array([], int)
         found = rows >= 0
         ids = [pid for pid, hit in zip(wanted, found) if hit]
         found_ids = set(ids)
@@ -168,10 +170,12 @@ def _read_folder(folder: Path) -> GivenEmbedding:
         try:
             info = json.loads(info_path.read_text(encoding="utf-8"))
         except ValueError as error:
-            raise InputError(f"{info_path}: not JSON ({error}); expected the settings `sdr graph embed` writes") from None
+            raise InputError(f"{info_path}: not JSON ({error}); expected the settings `sdr graph embed` "
+                             "writes") from None
         recorded = (info.get("config") or {}).get("dimension") if isinstance(info, dict) else None
-        if not isinstance(info, dict) or (recorded is not None and int(recorded) != vectors.shape[1]):
-            raise InputError(f"{info_path}: records dimension {recorded!r} for vectors of dimension {vectors.shape[1]}; "
+        if not isinstance(info, dict) or (recorded is not None and str(recorded) != str(vectors.shape[1])):
+            raise InputError(f"{info_path}: records dimension {recorded!r} for vectors of dimension "
+                             f"{vectors.shape[1]}; "
                              "expected the settings of the run that wrote vectors.npy")
     return GivenEmbedding(folder, corpus_ids, vectors, info)
 

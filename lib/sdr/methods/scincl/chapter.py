@@ -1,8 +1,9 @@
 """The steps of the SciNCL chapter, one call each. SciNCL shares SPECTER's data, objective, evaluations and
 leaderboard rows, so the chapter calls :mod:`sdr.methods.specter.chapter` for those; the steps here are SciNCL's
-own: the citation graph inside the training triplets, its BigGraph embedding, the two training sets sampled on it,
-the collision sweep, training, the like-for-like comparison and the record. Table 2's ablations and Figs. 2-3's
-sweeps are in :mod:`.ablations`.
+own: the citation graph inside the training triplets, its BigGraph embedding (or, with ``graph_embedding``, a given
+embedding of S2ORC's citation graph read for the training papers), the two training sets sampled on it,
+the collision sweep, training, the pairing with the paper's rows (one rule) and the record. Table 2's ablations
+and Figs. 2-3's sweeps are in :mod:`.ablations`.
 
 Each step takes the chapter's :class:`sdr.book.ChapterRun` (its parameters are ``run.p``) and returns what the page
 shows; the checks of invariants live here and raise :class:`sdr.book.ChapterCheckFailed` with a clear message, and
@@ -178,7 +179,8 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     given = read_given_embedding(path, dimension=p.graph_dimension)
     if given.comparator is not None and given.comparator != p.graph_comparator:
         raise ChapterCheckFailed(f"{path}: embedded with the {given.comparator!r} comparator; graph_comparator is "
-                                 f"{p.graph_comparator!r} (the bands' metric follows it): set it to {given.comparator!r}")
+                                 f"{p.graph_comparator!r} (the bands' metric follows it): set it to "
+                                 f"{given.comparator!r}")
     restricted = given.restrict({pid: graph.corpus_ids.get(pid) for pid in graph.paper_ids})
     found, total = len(restricted.ids), len(graph.paper_ids)
     line = (f"{found:,} of the {total:,} training papers found in the given embedding ({len(given.corpus_ids):,} "
@@ -395,7 +397,7 @@ def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
         "Query paper IDs": len(sets.main_queries),
         "Query paper IDs in SciDocs": int(graph.query_leakage.loc["in test or validation", "training papers in it"]),
         "Nodes": sets.graph_size.get("nodes", sets.n_nodes),
-        "Edges": sets.graph_size.get("edges", graph.report["edges"]) if sets.graph_size else graph.report["edges"],
+        "Edges": sets.graph_size["edges"] if sets.graph_size else graph.report["edges"],
     }, name=f"this book ({run.profile}, {sets.graph_label or graph.label})")
     return table4.join(ours, how="outer").loc[ours.index]
 
