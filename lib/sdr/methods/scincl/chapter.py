@@ -555,8 +555,9 @@ def csfcube_table(run, inputs, models: Mapping, names: Mapping[str, str], releas
 
 
 def released_paper_models(run) -> dict[str, str]:
-    """The paper row each released checkpoint is (SciNCL Table 1); the trained rows map to none: they were sampled
-    on a triplet graph, not on S2ORC's citation graph."""
+    """The paper row each released checkpoint is (SciNCL Table 1), for the leaderboard's status map; the trained rows
+    map to none there, even a SciNCL row sampled on a given embedding of S2ORC's graph, which the page's
+    :func:`paper_pairs` rule does set beside Table 1 (the status map does not follow that rule yet)."""
     return {f"{name} (released checkpoint)": specter.RELEASED_CHECKPOINTS[name] for name in run.p.released_checkpoints}
 
 
