@@ -113,3 +113,6 @@ def test_a_chapter_that_skips_a_branch_of_the_paper_path_fails_the_dry_run(tmp_p
     (store / "planted" / "paper.json").write_text(json.dumps({"extra": {"branches": ["leakage branch",
                                                                                     "bands unclipped"]}}))
     assert dryrun.branches_taken("planted", store)["missing"] == []
+    # the second SciNCL run (on a given graph embedding) is held to its own list
+    assert dryrun.branches_taken("planted", store, ["S2ORC graph embedding read"])["missing"] == [
+        "S2ORC graph embedding read"]

@@ -397,3 +397,6 @@ def test_distributed_mode_on_two_local_ranks(community_corpus, tmp_path, capsys)
     embeddings = read_embeddings(tmp_path / "vectors.jsonl")
     assert set(embeddings) == community_corpus.graph.nodes
     assert "link prediction on held-out edges: MRR" in capsys.readouterr().out
+    # what SciNCL's graph_embedding reads back beside the vectors (sdr.graph.given)
+    recorded = json.loads((work / "embedding.json").read_text())
+    assert recorded["config"]["dimension"] == 16 and set(recorded["link_prediction"]) >= {"MRR", "AUC"}

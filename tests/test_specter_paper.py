@@ -126,6 +126,12 @@ def test_scincl_cost_plan_by_hand():
     assert not [w for w in cost.work if w.part == "sweeps"]  # no sweep named: no line
     wol = _line(cost, "kNN bands of the w/o-leakage queries")
     assert wol.other_hours() == pytest.approx(10 * 680_967 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
+    # with a given embedding of S2ORC's graph the plan embeds nothing for the main part: it reads the given rows
+    given = scincl.cost_plan(SimpleNamespace(**{**vars(p), "graph_embedding": "/data/s2orc_graph"}))
+    assert not [w for w in given.work if w.what == "BigGraph embedding of SPECTER's triplet graph"]
+    read = _line(given, "read the given S2ORC graph embedding (graph_embedding): the training papers' rows")
+    assert read.part == "main" and "/data/s2orc_graph" in read.how
+    assert _line(given, "kNN bands of the main queries").other_hours() == search.other_hours()
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))
@@ -383,9 +389,18 @@ def test_scincl_rows_on_the_triplet_graph_are_never_paired_with_the_papers_scinc
     assert set(apart["ours"]) == set(names.values())
     why = apart.set_index("ours")["shown apart because"]
     assert "S2ORC's citation graph" in why[names["SciNCL"]] and why[names["SPECTER sampling"]].startswith("data: ")
-    # on S2ORC's citation graph (issue 36's) the same rule pairs SciNCL with its Table 1 row
-    paired, _ = scincl.paper_pairs(run, inputs, training, SimpleNamespace(label="S2ORC's citation graph"), ours, names)
-    assert names["SciNCL"] in set(paired["ours"])
+    assert "SPECTER's triplet graph" in why[names["SciNCL"]]
+    # the rule reads the graph's source, not its label: the triplet graph's embedding stands apart ...
+    on_triplets = SimpleNamespace(source="SPECTER's triplet graph")
+    paired, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names, on_triplets)
+    assert names["SciNCL"] in set(apart["ours"]) and names["SciNCL"] not in set(paired["ours"])
+    # ... and SciNCL sampled on a given embedding of S2ORC's citation graph pairs with its Table 1 row (81.8), while
+    # SPECTER's sampling, still on the triplets' citations, stays apart
+    on_s2orc = SimpleNamespace(source=scincl.S2ORC_GRAPH)
+    paired, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names, on_s2orc)
+    pair = paired.set_index("ours").loc[names["SciNCL"]]
+    assert pair["avg (paper)"] == 81.8 and pair["avg difference"] == pytest.approx(81.0 - 81.8)
+    assert set(apart["ours"]) == {names["SPECTER sampling"]}
 
 
 # ------------------------------------------------------------------------------------------------- deviations
@@ -428,3 +443,10 @@ def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
                                                                for line in lines)
     assert set(scincl.TABLE2_NOT_RUN) == {row for row in book.read_paper_table("scincl_table2")["model"]
                                           if row.startswith("Init.")}
+    assert any("the one inside SPECTER's training triplets" in line for line in lines)
+    # with a given embedding of S2ORC's graph the page says so, and no longer that the graph is the triplets'
+    given = scincl.scincl_deviations(_deviation_run(scincl_chapter, scincl.PAPER_SETTINGS,
+                                                    graph_embedding="/data/s2orc_graph"))
+    assert any("given embedding of S2ORC's citation graph (`graph_embedding`: /data/s2orc_graph)" in line
+               for line in given)
+    assert not any("the one inside SPECTER's training triplets" in line for line in given)

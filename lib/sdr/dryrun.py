@@ -425,16 +425,13 @@ def write_released_expected_for(mirror: Path, chapters) -> Path | None:
     return write_released_expected(mirror, checks, data_dirs)
 
 
-def branches_taken(chapter: str, results: Path) -> dict:
-    """The ``paper`` branches a dry-run chapter had to take (its method's ``DRY_RUN_BRANCHES``) against those its
-    stored results record (``extra["branches"]``, :meth:`sdr.book.ChapterRun.branch`): ``{"required", "taken",
-    "missing"}``."""
-    import importlib
-
-    try:
-        required = list(getattr(importlib.import_module(f"sdr.methods.{chapter}"), "DRY_RUN_BRANCHES", ()))
-    except ModuleNotFoundError:
-        required = []
+def branches_taken(chapter: str, results: Path, required=None) -> dict:
+    """The ``paper`` branches a dry-run chapter had to take (``required``, default its method's ``DRY_RUN_BRANCHES``)
+    against those its stored results record (``extra["branches"]``, :meth:`sdr.book.ChapterRun.branch`):
+    ``{"required", "taken", "missing"}``."""
+    if required is None:
+        required = list(getattr(_method_or_none(chapter), "DRY_RUN_BRANCHES", ()))
+    required = list(required)
     path = results / chapter / "paper.json"
     taken = json.loads(path.read_text()).get("extra", {}).get("branches", []) if path.exists() else []
     return {"required": required, "taken": taken, "missing": [b for b in required if b not in taken]}
@@ -600,7 +597,57 @@ def run(chapters=None, workdir: str | Path = "_build/paper-dry-run", real_data: 
                                                               f"{', '.join(branches['missing'])}"]}
         outcome[chapter] = result
         print(f"[dry run] {chapter}: {'ok' if result['ok'] else 'FAILED'} in {result['seconds']:.0f} s", flush=True)
+        given = getattr(_method_or_none(chapter), "DRY_RUN_GIVEN_GRAPH", None)
+        if given:
+            name = f"{chapter} (given graph embedding)"
+            outcome[name] = run_on_given_graph(chapter, given, mirror, workdir, environment)
+            print(f"[dry run] {name}: {'ok' if outcome[name]['ok'] else 'FAILED'} in {outcome[name]['seconds']:.0f} s",
+                  flush=True)
     return outcome
+
+
+def _method_or_none(chapter: str):
+    import importlib
+
+    try:
+        return importlib.import_module(f"sdr.methods.{chapter}")
+    except ModuleNotFoundError:
+        return None
+
+
+def run_on_given_graph(chapter: str, given: dict, mirror: Path, workdir: Path, environment: dict) -> dict:
+    """The chapter again on a precomputed graph embedding (its method's ``DRY_RUN_GIVEN_GRAPH``; SciNCL's S2ORC graph,
+    issue 36): the mirror's ``given["dataset"]`` edges embedded as `sdr graph embed --work-dir` does
+    (:func:`sdr.graph.embed_edge_files`, with the run's graph settings), then ``given["parts"]`` executed with
+    ``given["parameter"]`` naming that folder, in a results store of its own (the chapter's record from the run above
+    stays the one later chapters read); it must take ``given["branches"]``."""
+    import ast
+
+    from sdr import book
+    from sdr.graph import GraphEmbeddingConfig, embed_edge_files
+
+    parameters = book.chapter_parameters(chapter, "paper", {**dry_run_overrides(chapter), "parts": given["parts"]})
+    notebook = book.NOTEBOOKS / f"{chapter}.ipynb"
+    settings = {k: ast.literal_eval(v) for k, v in book.notebook_parameters(notebook).items()
+                if k in ("graph_dimension", "graph_comparator", "graph_epochs", "seed")}
+    settings.update({k: v for k, v in parameters.items() if k in settings})
+    folder = workdir / f"{chapter}-given-graph"
+    shutil.rmtree(folder, ignore_errors=True)
+    clock = time.perf_counter()
+    config = GraphEmbeddingConfig(dimension=settings["graph_dimension"], comparator=settings["graph_comparator"],
+                                  epochs=settings["graph_epochs"], seed=settings["seed"])
+    embed_edge_files([mirror / datasets.get(given["dataset"]).folder / "edges"], config, work_dir=folder / "embedding")
+    parameters[given["parameter"]] = str(folder / "embedding")
+    results = folder / "results"
+    result = execute(notebook, parameters, workdir / "chapters" / f"{chapter}-given-graph.ipynb",
+                     {**environment, "SDR_RESULTS": str(results)})
+    result["seconds"] = time.perf_counter() - clock  # the embedding's time too
+    if result["ok"]:
+        missing = branches_taken(chapter, results, given["branches"])["missing"]
+        if missing:
+            result = {**result, "ok": False, "problems": [f"the given-graph run's branches not taken: "
+                                                          f"{', '.join(missing)}"]}
+    return result
 
 
 def register(subparsers) -> None:

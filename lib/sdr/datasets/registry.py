@@ -553,7 +553,8 @@ S2ORC_CITATION_GRAPH = Dataset(
     source="Semantic Scholar Datasets API /release/{id}/dataset/{s2orc,citations}",
     manual="`sdr data fetch s2orc_citation_graph` with S2_API_KEY set (reads the s2orc shards' corpus ids and every "
            "citations shard; resumable per shard); then `sdr graph embed "
-           "$SDR_DATA_CACHE/s2orc_citation_graph/edges --work-dir DIR`",
+           "$SDR_DATA_CACHE/s2orc_citation_graph/edges --work-dir DIR` and run the SciNCL chapter with "
+           "`-p graph_embedding DIR`",
     expected=("edges", "graph_stats.json"),
     label="S2ORC citation graph from the S2AG bulk citations",
     fetcher="bulk",

@@ -30,9 +30,13 @@ API (stable; other chapters import it):
   split bucket by bucket (:func:`write_buckets`), and PBG trains in partitioned mode with
   ``num_partitions`` chosen from the node count and a memory budget (:func:`plan_partitions`;
   ``GraphEmbeddingConfig.num_partitions`` / ``memory_budget_gb``). With ``work_dir`` the vectors are a
-  memory-mapped ``vectors.npy`` (``ids.txt`` beside it). PBG trains with ``workers`` HOGWILD processes
+  memory-mapped ``vectors.npy`` (``ids.txt`` beside it, and ``embedding.json``: settings, report, link
+  prediction). PBG trains with ``workers`` HOGWILD processes
   (``GraphEmbeddingConfig.workers``; default every core of the machine for runs of ≥ 1 M training edges, one
   below); :func:`prepare_distributed` / :func:`collect_distributed` run PBG's distributed mode on several machines.
+* :func:`read_given_embedding` — such a folder (or an embeddings JSONL) read back as a precomputed embedding keyed
+  by S2 corpus ids, restricted to a chapter's papers by :meth:`GivenEmbedding.restrict` (SciNCL's
+  ``graph_embedding``: S2ORC's citation graph); errors name the file and line or record.
 * :func:`read_edges_tsv` — ``citing<TAB>cited[<TAB>weight]`` per line, weights whole numbers >= 1; errors
   name file and line.
 * :func:`nearest_neighbours` — exact FAISS search in blocks of queries, the metric matching the comparator
@@ -52,7 +56,8 @@ the other held-out edges of its batch (``eval_num_batch_negs``) and uniformly dr
 One module per reason to change: :mod:`~sdr.graph.pbg` (PBG settings, training, the in-memory
 :func:`embed`, :func:`plan_partitions`), :mod:`~sdr.graph.edges` (edge layouts in), :mod:`~sdr.graph.scale`
 (:func:`embed_edge_files`, :func:`write_buckets`, :class:`NodeIds`), :mod:`~sdr.graph.link_prediction`,
-:mod:`~sdr.graph.neighbours`, :mod:`~sdr.graph.triplet_graph` (:func:`citation_graph_from_triplets`) and
+:mod:`~sdr.graph.neighbours`, :mod:`~sdr.graph.given` (a precomputed embedding read back),
+:mod:`~sdr.graph.triplet_graph` (:func:`citation_graph_from_triplets`) and
 :mod:`~sdr.graph.cli` (``sdr graph embed``). Every name is re-exported here, so ``graph.embed(...)`` reads as
 before.
 """
@@ -66,6 +71,7 @@ from sdr.graph.scale import Buckets, NodeIds, collect_distributed, embed_edge_fi
 from sdr.graph.link_prediction import LINK_PREDICTION_METRICS
 from sdr.graph.neighbours import nearest_neighbours
 from sdr.graph.triplet_graph import citation_graph_from_triplets
+from sdr.graph.given import EMBEDDING_INFO, GivenEmbedding, read_given_embedding
 from sdr.graph.cli import register
 
 __all__ = [
@@ -97,6 +103,9 @@ __all__ = [
     "write_edges_tsv",
     "edges_of",
     "citation_graph_from_triplets",
+    "read_given_embedding",
+    "GivenEmbedding",
+    "EMBEDDING_INFO",
     "nearest_neighbours",
     "register",
 ]

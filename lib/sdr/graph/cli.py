@@ -50,8 +50,10 @@ def register(subparsers) -> None:
     embedding.add_argument("--init-method", default=None,
                            help="with --machines: the rendezvous every machine reaches, e.g. tcp://RANK0-HOST:29500")
     embedding.add_argument("--work-dir", type=output_folder, default=None,
-                           help="keep PBG's files there, with vectors.npy ([N, d] float32) and ids.txt (a new or "
-                                "empty folder, or --force; written whole at the end, removed on failure)")
+                           help="keep PBG's files there, with vectors.npy ([N, d] float32), ids.txt and "
+                                "embedding.json (settings, report, link prediction) — the folder SciNCL's "
+                                "graph_embedding reads (a new or empty folder, or --force; written whole at the end, "
+                                "removed on failure)")
     embedding.add_argument("--out", type=output_file, default=None,
                            help="embeddings JSONL to write (required without --work-dir; never one of the inputs)")
     embedding.add_argument("--force", action="store_true", help="replace --out / --work-dir if they exist")

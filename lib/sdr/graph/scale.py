@@ -317,6 +317,8 @@ def embed_edge_files(
         say(f"trained; link prediction {link}")
     ids = node_ids.as_strings()
     report.seconds = time.perf_counter() - started
+    if work_dir is not None:  # read back with the vectors as a given embedding (sdr.graph.given)
+        _write_info(Path(work_dir), config, report, link)
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=_IdPairs(buckets.test_rows, ids))
 
@@ -416,5 +418,15 @@ def collect_distributed(work_dir: str | Path, link_prediction: bool = True) -> G
     config = GraphEmbeddingConfig(**{k: v for k, v in about["config"].items()
                                      if k in GraphEmbeddingConfig.__dataclass_fields__})
     report = EmbeddingReport(**{k: v for k, v in about["report"].items() if k in EmbeddingReport.__dataclass_fields__})
+    _write_info(root, config, report, link)
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=_IdPairs(test_rows, ids))
+
+
+def _write_info(folder: Path, config: GraphEmbeddingConfig, report: EmbeddingReport, link: dict) -> None:
+    """``folder/embedding.json`` beside vectors.npy and ids.txt: what a given embedding is read back with
+    (:mod:`sdr.graph.given`: its comparator, dimension and link prediction)."""
+    from sdr.graph.given import EMBEDDING_INFO
+
+    about = {"config": asdict(config), "report": asdict(report), "link_prediction": link}
+    (Path(folder) / EMBEDDING_INFO).write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")

@@ -1,8 +1,9 @@
 """The steps of the SciNCL chapter, one call each. SciNCL shares SPECTER's data, objective, evaluations and
 leaderboard rows, so the chapter calls :mod:`sdr.methods.specter.chapter` for those; the steps here are SciNCL's
-own: the citation graph inside the training triplets, its BigGraph embedding, the two training sets sampled on it,
-the collision sweep, training, the like-for-like comparison and the record. Table 2's ablations and Figs. 2-3's
-sweeps are in :mod:`.ablations`.
+own: the citation graph inside the training triplets, its BigGraph embedding (or, with ``graph_embedding``, a given
+embedding of S2ORC's citation graph read for the training papers), the two training sets sampled on it,
+the collision sweep, training, the pairing with the paper's rows (one rule) and the record. Table 2's ablations
+and Figs. 2-3's sweeps are in :mod:`.ablations`.
 
 Each step takes the chapter's :class:`sdr.book.ChapterRun` (its parameters are ``run.p``) and returns what the page
 shows; the checks of invariants live here and raise :class:`sdr.book.ChapterCheckFailed` with a clear message, and
@@ -27,6 +28,7 @@ from sdr.samplers import band_check, count_collisions, specter_triplets
 from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
+           "given_embedding", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
            "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
            "retrainer", "paper_pairs", "TABLE1_MODELS", "store", "findings"]
@@ -56,6 +58,7 @@ class TripletGraph:
     label: str
     query_leakage: pd.DataFrame
     paper_ids: list[str] = field(default_factory=list)  # every paper of the triplets, negatives too
+    corpus_ids: dict = field(default_factory=dict)  # paper id → its S2 corpus id (None where the triplets give none)
 
     def describe(self) -> str:
         return (f"{self.label}: {self.report['edges']:,} citations (query → positive) from "
@@ -75,21 +78,41 @@ def triplet_graph(inputs, training: specter.TrainingSet) -> TripletGraph:
     query_ids = query_papers(citations)
     label = "SPECTER's triplet graph" if inputs.triplets.real else "the replica triplets' graph"
     query_leakage = specter.scidocs_leakage({q: training.papers[q] for q in query_ids}, inputs.scidocs.path)
-    return TripletGraph(citations, report, query_ids, label, query_leakage, sorted(training.papers))
+    corpus_ids = {pid: paper.metadata.get("corpus_id") for pid, paper in training.papers.items()}
+    return TripletGraph(citations, report, query_ids, label, query_leakage, sorted(training.papers), corpus_ids)
 
 
 # ------------------------------------------------------------------------------------------------- the graph embedding
+#: The graph SciNCL's rows were sampled on, in the words of the paper's rows (sdr.methods.specter.PAPER_ROWS).
+S2ORC_GRAPH = "S2ORC's citation graph"
+
+
 @dataclass
 class CitationEmbedding:
-    """The BigGraph embedding of the triplet graph, its settings, and its link prediction beside Table 5."""
+    """The BigGraph embedding the bands are sampled on, its settings, its link prediction beside Table 5, and the
+    graph it embeds: ``graph_label`` for the page, ``source`` in the words of the paper's rows (the pairing rule
+    reads it: :data:`S2ORC_GRAPH` only for a given embedding of S2ORC's graph)."""
 
     embedding: object
     config: object
     link_table: pd.DataFrame
     checks: list[str]
+    graph_label: str = ""
+    source: str = ""
+    given: bool = False
+    graph_size: dict = field(default_factory=dict)  # a given embedding's graph: its nodes (and edges, if recorded)
 
     def describe(self) -> str:
+        if self.given:  # nothing was embedded here: what was read and found
+            return "\n".join(self.checks)
         return "\n".join([str(self.embedding.report), *self.checks])
+
+    def query_ids(self, graph: TripletGraph) -> list[str]:
+        """The graph's query papers that have a vector (all of them, but for a given embedding that lacks some)."""
+        if not self.given:
+            return graph.query_ids
+        have = set(self.embedding.ids)
+        return [q for q in graph.query_ids if q in have]
 
 
 def graph_config(p):
@@ -108,10 +131,14 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     known, the embedding must be informative: link prediction beats chance (AUC 50) by far (AUC above 70), and a
     paper's 10 nearest neighbours share its community more than three times as often as chance.
 
+    With ``graph_embedding`` set, the embedding is read from that file instead (:func:`given_embedding`).
+
     Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
     from sdr.graph import LINK_PREDICTION_METRICS, embed
 
     p = run.p
+    if getattr(p, "graph_embedding", ""):
+        return given_embedding(run, graph, p.graph_embedding)
     config = graph_config(p)
     nodes = graph.paper_ids if p.index_every_paper else None
     embedding = embed(graph.citations, config, nodes=nodes)
@@ -128,7 +155,61 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     if not set(paper["model"]) <= set(link_table["model"]):
         raise ChapterCheckFailed(f"Table 5's rows {sorted(paper['model'])} are not all on the page")
     checks = [] if inputs.triplets.real else _planted_community_checks(inputs.synthetic().corpus, embedding)
-    return CitationEmbedding(embedding, config, link_table, checks)
+    return CitationEmbedding(embedding, config, link_table, checks, graph.label, graph.label)
+
+
+#: The share of the training papers a given graph embedding must hold (fewer: the file is of another graph).
+MIN_GIVEN_SHARE = 0.5
+
+
+def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
+    """SciNCL's graph at ``paper`` (§3.4, A.4: the S2ORC citation graph, Table 4's 52.5 M nodes), embedded beforehand
+    (``sdr graph embed`` on the ``s2orc_citation_graph`` edges) and given as ``graph_embedding``: read with
+    :func:`sdr.graph.read_given_embedding` (keyed by S2 corpus ids), restricted to the training papers through their
+    ``corpus_id``, and returned over the chapter's own paper ids, so the kNN bands are searched over the training
+    papers as SciNCL's FAISS index was (A.4). Fewer than :data:`MIN_GIVEN_SHARE` of the training papers found is a
+    :class:`ChapterCheckFailed` (a file of another graph). Link prediction is the one ``sdr graph embed`` recorded
+    beside the vectors (``embedding.json``), else not scored, with the reason on the page.
+
+    Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
+    from sdr.graph import LINK_PREDICTION_METRICS, GraphEmbedding, read_given_embedding
+    from sdr.graph.pbg import EmbeddingReport
+
+    p = run.p
+    given = read_given_embedding(path, dimension=p.graph_dimension)
+    if given.comparator is not None and given.comparator != p.graph_comparator:
+        raise ChapterCheckFailed(f"{path}: embedded with the {given.comparator!r} comparator; graph_comparator is "
+                                 f"{p.graph_comparator!r} (the bands' metric follows it): set it to "
+                                 f"{given.comparator!r}")
+    restricted = given.restrict({pid: graph.corpus_ids.get(pid) for pid in graph.paper_ids})
+    found, total = len(restricted.ids), len(graph.paper_ids)
+    line = (f"{found:,} of the {total:,} training papers found in the given embedding ({len(given.corpus_ids):,} "
+            f"nodes, dimension {given.dimension}); the other {total - found:,} are not in the FAISS index")
+    if found < MIN_GIVEN_SHARE * total:
+        raise ChapterCheckFailed(f"{path}: {line}: need at least {MIN_GIVEN_SHARE:.0%} of them (is it an embedding of "
+                                 "S2ORC's citation graph keyed by corpus ids?)")
+    run.branch("S2ORC graph embedding read")
+    config = replace(graph_config(p), comparator=given.comparator or p.graph_comparator)
+    report = EmbeddingReport(nodes=found)
+    link = given.link_prediction
+    embedding = GraphEmbedding(ids=restricted.ids, vectors=restricted.vectors, config=config, link_prediction=link,
+                               report=report)
+    label = f"the S2ORC citation graph (given embedding: {path})"
+    paper = book.read_paper_table("scincl_table5").assign(**{"reported by": "SciNCL Table 5 (S2ORC, 52 M nodes)"})
+    if link:
+        ours = pd.DataFrame([{"model": f"BigGraph {given.dimension} {config.comparator.capitalize()}.",
+                              "dimension": given.dimension, "comparator": config.comparator, **link,
+                              "reported by": f"sdr graph embed ({label})"}])
+        paper = pd.concat([paper, ours], ignore_index=True)
+        reason = "link prediction: the held-out edges' scores recorded by `sdr graph embed` (embedding.json)"
+    else:
+        reason = (f"link prediction not scored: {path} records no held-out edges (only `sdr graph embed --work-dir` "
+                  "writes them, in embedding.json)")
+    link_table = paper[["reported by", "model", "dimension", "comparator", *LINK_PREDICTION_METRICS]]
+    run.glue("given_found", f"{found:,}")
+    size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges")}
+    return CitationEmbedding(embedding, config, link_table, [line, reason], label, S2ORC_GRAPH, given=True,
+                             graph_size=size)
 
 
 def _planted_community_checks(corpus, embedding) -> list[str]:
@@ -191,8 +272,10 @@ class TrainingSets:
     specter_triplets: list
     specter_report: object
     names: dict[str, str]
-    graph_label: str
+    graph_label: str  # the graph SciNCL's bands were searched on
     band_check: BandCheck | None = None
+    specter_graph_label: str = ""  # the graph SPECTER's sampling drew from (the triplet graph's citations)
+    graph_size: dict = field(default_factory=dict)  # a given embedding's graph (CitationEmbedding.graph_size)
 
     @property
     def filled(self) -> int:
@@ -210,7 +293,8 @@ class TrainingSets:
         lines = [self.bands.describe() + ("" if self.bands == self.requested else
                                           f" (asked for {self.requested.describe()}; the graph has {self.n_nodes:,} "
                                           "papers)"),
-                 f"SPECTER sampling on {self.graph_label}: {self.filled:,} of the {hard_wanted:,} hard negatives it "
+                 f"SPECTER sampling on {self.specter_graph_label or self.graph_label}: {self.filled:,} of the "
+                 f"{hard_wanted:,} hard negatives it "
                  f"should draw were filled with easy ones ({self.specter_report.hard_short_queries:,} queries had too "
                  "few references of references)."]
         return "\n".join(lines + [f"SciNCL sampling: {warning}" for warning in self.report.warnings])
@@ -251,8 +335,9 @@ def training_sets(run, training: specter.TrainingSet, graph: TripletGraph,
     bands = clip_bands(requested, n_nodes)  # what the sampler can take from a graph of n_nodes papers
     if bands == requested and bands.k_hard == PAPER_BANDS.k_hard:
         run.branch("paper bands unclipped (k-hard 4000)")
-    main_queries = specter.take_queries(graph.query_ids, p.max_queries, p.seed)
-    collision_queries = share_of_queries(graph.query_ids, p.collision_fraction, p.seed)
+    query_ids = embedded.query_ids(graph)
+    main_queries = specter.take_queries(query_ids, p.max_queries, p.seed)
+    collision_queries = share_of_queries(query_ids, p.collision_fraction, p.seed)
     collision_settings = [replace(bands, k_hard=k) for k in collision_grid(bands, n_nodes, p.collision_k_hard)]
     searches = band_searches(embedding, {"main": (main_queries, [bands]),
                                          "collisions": (collision_queries, collision_settings)}, p.seed)
@@ -264,11 +349,12 @@ def training_sets(run, training: specter.TrainingSet, graph: TripletGraph,
         raise ChapterCheckFailed(f"SciNCL §4.2: the same queries make the same number of triplets, "
                                  f"{specter.TRIPLETS_PER_QUERY} a query; SciNCL made {len(triplets)}, SPECTER's "
                                  f"sampling {len(specter_same_graph)}, for {len(main_queries)} query papers")
-    names = {"SciNCL": f"SciNCL sampling on {graph.label}{training.leak_label}",
+    names = {"SciNCL": f"SciNCL sampling on {embedded.graph_label or graph.label}{training.leak_label}",
              "SPECTER sampling": f"SPECTER sampling on {graph.label}{training.leak_label}"}
-    sets = TrainingSets(bands, requested, n_nodes, graph.query_ids, main_queries, collision_queries,
+    sets = TrainingSets(bands, requested, n_nodes, query_ids, main_queries, collision_queries,
                         collision_settings, searches, triplets, report, specter_same_graph, specter_report, names,
-                        graph.label)
+                        embedded.graph_label or graph.label, specter_graph_label=graph.label,
+                        graph_size=embedded.graph_size)
     run.glue("hard_filled", f"{sets.filled:,}")
     run.glue("hard_wanted", f"{specter.HARD_PER_QUERY * specter_report.queries_used:,}")
     sets.band_check = _check_bands(run, sets, embedding)
@@ -299,7 +385,8 @@ def _check_bands(run, sets: TrainingSets, embedding) -> BandCheck:
 
 def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
     """Our training set beside SciNCL Table 4's two (the w/o-leakage unique papers come from A.4's text, a row of
-    their own in the CSV: ``first()`` merges them).
+    their own in the CSV: ``first()`` merges them). With a given embedding, Nodes and Edges are its graph's (the edges
+    as ``sdr graph embed`` recorded them, else empty).
 
     Shown in: notebooks/scincl.ipynb, Sampling bands and the two training sets."""
     table4 = book.read_paper_table("scincl_table4").groupby("model", sort=False)[
@@ -309,9 +396,9 @@ def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
         "Unique paper IDs": len({p for t in sets.triplets for p in (t.query, t.positive, t.negative)}),
         "Query paper IDs": len(sets.main_queries),
         "Query paper IDs in SciDocs": int(graph.query_leakage.loc["in test or validation", "training papers in it"]),
-        "Nodes": sets.n_nodes,
-        "Edges": graph.report["edges"],
-    }, name=f"this book ({run.profile}, {graph.label})")
+        "Nodes": sets.graph_size.get("nodes", sets.n_nodes),
+        "Edges": sets.graph_size["edges"] if sets.graph_size else graph.report["edges"],
+    }, name=f"this book ({run.profile}, {sets.graph_label or graph.label})")
     return table4.join(ours, how="outer").loc[ours.index]
 
 
@@ -367,8 +454,15 @@ def released_models(run, inputs):
     :data:`sdr.methods.scincl.RELEASED_CHECKS`): malteos/scincl on SciDocs and MDCR, held to SciNCL Table 1 and thesis
     Table 6.9 before anything trains. MDCR is read only there.
 
+    A ``graph_embedding`` is checked here first (files, dimension: :func:`sdr.graph.given.check_given_embedding`), so a
+    wrong path stops the page before the released models' hours, not after them.
+
     Shown in: notebooks/scincl.ipynb, The released model first."""
+    from sdr.graph.given import check_given_embedding
     from sdr.methods.scincl.paper import RELEASED_CHECKS
+
+    if getattr(run.p, "graph_embedding", ""):
+        check_given_embedding(run.p.graph_embedding, dimension=run.p.graph_dimension)
 
     reads_mdcr = run.data.policy.real_only and "released" in run.parts
     extra = {"mdcr": run.data.input("mdcr").path} if reads_mdcr else {}
@@ -396,7 +490,10 @@ def train_main_models(run, inputs, training: specter.TrainingSet, sets: Training
     :data:`TRAINING_PARAMETERS` and the training data's source line. Returns the fits by page name.
 
     Shown in: notebooks/scincl.ipynb, Training."""
-    run.key_runs({"training data": inputs.triplets.source})
+    extra = {"training data": inputs.triplets.source}
+    if getattr(run.p, "graph_embedding", ""):  # only then, so the run folders of the triplet graph keep their keys
+        extra["graph embedding"] = str(run.p.graph_embedding)
+    run.key_runs(extra)
     return specter.train_triplet_models(run, sets.runs, training.papers, train_config(run), probe=64)
 
 
@@ -458,8 +555,9 @@ def csfcube_table(run, inputs, models: Mapping, names: Mapping[str, str], releas
 
 
 def released_paper_models(run) -> dict[str, str]:
-    """The paper row each released checkpoint is (SciNCL Table 1); the trained rows map to none: they were sampled
-    on a triplet graph, not on S2ORC's citation graph."""
+    """The paper row each released checkpoint is (SciNCL Table 1), for the leaderboard's status map; the trained rows
+    map to none there, even a SciNCL row sampled on a given embedding of S2ORC's graph, which the page's
+    :func:`paper_pairs` rule does set beside Table 1 (the status map does not follow that rule yet)."""
     return {f"{name} (released checkpoint)": specter.RELEASED_CHECKPOINTS[name] for name in run.p.released_checkpoints}
 
 
@@ -486,18 +584,20 @@ def retrainer(run, training: specter.TrainingSet, graph: TripletGraph, embedded:
 
 # ------------------------------------------------------------------------------------------------- ours next to the paper
 def paper_pairs(run, inputs, training: specter.TrainingSet, graph: TripletGraph, ours: pd.DataFrame,
-                names: Mapping[str, str]):
+                names: Mapping[str, str], embedded: CitationEmbedding | None = None):
     """Our SciDocs rows beside SciNCL Table 1's rows where they match (the one rule of
     :func:`sdr.methods.specter.pair_with_paper`: same training data, model family and protocol), the others apart with
     the reason: SciNCL ↔ SciNCL, SPECTER sampling ↔ SPECTER (the w/o-leakage rows when our training data do not
-    overlap SciDocs), the untrained encoder ↔ SciBERT, malteos/scincl ↔ SciNCL. Our rows were sampled on
-    ``graph.label``: only a graph of S2ORC's citations (issue 36) makes SciNCL's row match.
+    overlap SciDocs), the untrained encoder ↔ SciBERT, malteos/scincl ↔ SciNCL. The rule reads the graph's source
+    (``embedded.source``): only SciNCL rows sampled on a given embedding of S2ORC's citation graph (``graph_embedding``)
+    match SciNCL's row; rows on ``graph.label`` (SPECTER's triplet graph) stand apart with the reason.
 
     Shown in: notebooks/scincl.ipynb, Ours next to the paper."""
     from sdr.methods.specter.paper import RELEASED_PAPER_ROW, pair_with_paper
 
     queries = "SPECTER's queries" if training.with_leakage else "random S2ORC queries w/o leakage"
-    trained = {names["SciNCL"]: f"SciNCL's kNN bands on {graph.label}, {queries}",
+    source = embedded.source if embedded is not None and embedded.source else graph.label
+    trained = {names["SciNCL"]: f"SciNCL's kNN bands on {source}, {queries}",
                names["SPECTER sampling"]: f"SPECTER's sampling on {graph.label}, {queries}"}
     released = list(run.p.released_checkpoints)
     origins = specter.row_origins(run, inputs, trained, released)
@@ -548,9 +648,11 @@ def findings(run, inputs, training: specter.TrainingSet, sets: TrainingSets, our
     versus = (f"paired with the paper's rows: {', '.join(matched)}" if matched else
               "no paper row matches them (shown apart: "
               + "; ".join(apart.loc[apart["ours"] == trained[0], "shown apart because"]) + ")")
+    specter_graph = ("the same graph" if sets.specter_graph_label in ("", sets.graph_label)
+                     else sets.specter_graph_label)
     lines = [f"- SciNCL sampling on {sets.graph_label} moved the untrained encoder's proximity mean by "
-             f"{gain.over_untrained:+.2f} on the {inputs.scidocs.kind} SciDocs; SciNCL minus SPECTER sampling on the "
-             f"same graph: {gain.over_specter:+.2f} (avg w/o REC); {versus}.",
+             f"{gain.over_untrained:+.2f} on the {inputs.scidocs.kind} SciDocs; SciNCL minus SPECTER sampling on "
+             f"{specter_graph}: {gain.over_specter:+.2f} (avg w/o REC); {versus}.",
              f"- SPECTER's sampling filled {sets.filled:,} of its hard negatives with easy ones on this graph; "
              f"SciNCL's bands made {count_collisions(sets.triplets):,} collisions, SPECTER's "
              f"{count_collisions(sets.specter_triplets):,}.",

@@ -23,7 +23,7 @@ from sdr.released import ReleasedCheck
 
 __all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "PBG_SECONDS_PER_EDGE_EPOCH",
            "FLAT_SEARCH_SECONDS", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES", "write_dry_run_wol",
-           "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "TABLE2_NOT_RUN", "scincl_deviations"]
+           "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "DRY_RUN_GIVEN_GRAPH", "TABLE2_NOT_RUN", "scincl_deviations"]
 
 # ================================================================================================ parts
 #: The chapter's parts. The headline run is SciNCL Table 1's SciNCL row (one seed) against SPECTER's sampling on the
@@ -119,8 +119,17 @@ def cost_plan(p) -> CostPlan:
     collision_queries = len(share_of_queries(all_queries, p.collision_fraction, p.seed))
     shared = collision_queries == queries and p.collision_fraction == 1.0 and not p.max_queries
     band_check = queries if not p.band_check_queries else min(p.band_check_queries, queries)
+    given = getattr(p, "graph_embedding", "")
+    # with a given embedding of S2ORC's graph nothing is embedded here: its rows of the training papers are read
+    graph_work = (Work("main", "read the given S2ORC graph embedding (graph_embedding): the training papers' rows",
+                       "graph", hours=0.0, hours_on="CPU",
+                       how=f"ids file and ≤ {nodes:,} memory-mapped rows of {given} (not measured; the embedding "
+                           "itself is made beforehand by `sdr graph embed`, README: The citation graph at scale)")
+                  if given else
+                  _graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p,
+                         node_words))
     work += [
-        _graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p, node_words),
+        graph_work,
         _search("main", "kNN bands of the main queries", queries, nodes, d),
         _search("main", "kNN bands of Fig. 5's queries (collision sweep)", collision_queries, nodes, d,
                 runs=0 if shared else 1),
@@ -213,6 +222,12 @@ DRY_RUN_BRANCHES = ("released checks asserted", "training papers overlap SciDocs
                     "leaderboard model trained with another seed", "paper bands unclipped (k-hard 4000)",
                     "every training paper indexed")
 
+#: The dry run's second SciNCL execution (issue 36, :func:`sdr.dryrun.run_on_given_graph`): the main part with
+#: ``graph_embedding`` set to an embedding of the mirror's ``s2orc_citation_graph`` edges, written as `sdr graph embed
+#: --work-dir` writes it (:func:`sdr.graph.embed_edge_files`), in a results store of its own; the branch it must take.
+DRY_RUN_GIVEN_GRAPH = {"dataset": "s2orc_citation_graph", "parameter": "graph_embedding", "parts": "main",
+                       "branches": ("S2ORC graph embedding read",)}
+
 WOL_FIXTURE_PAPERS = 4_600
 """Papers of the dry-run w/o-leakage triples, every one a query: more than k-hard 4000 + c-easy 3 + 1 nodes, so the
 paper's bands fit the graph."""
@@ -291,10 +306,16 @@ TABLE2_NOT_RUN = {
 
 #: What the SciNCL chapter does differently from SciNCL at every profile (issue 37); the deviations that depend on the
 #: run's parameters and data are generated (:func:`scincl_deviations`).
-SCINCL_DEVIATIONS = (
+TRIPLET_GRAPH_DEVIATION = (
     "The citation graph is the one inside SPECTER's training triplets (query → positive, at most 5 out-edges a "
-    "query), not S2ORC's (Table 4: 52.5 M nodes); no row trained on it is set beside the paper's SciNCL row (the "
-    "bulk S2ORC graph is issue 36's).",
+    "query), not S2ORC's (Table 4: 52.5 M nodes); no row trained on it is set beside the paper's SciNCL row (give "
+    "`graph_embedding`, an embedding of S2ORC's citation graph, to sample on SciNCL's graph).")
+#: With ``graph_embedding``: SciNCL's bands are on S2ORC's graph, SPECTER's sampling still on the triplets' citations.
+GIVEN_GRAPH_DEVIATION = (
+    "SciNCL's bands are searched on the given embedding of S2ORC's citation graph (`graph_embedding`: {path}), "
+    "restricted to the training papers found in it; the SPECTER-sampling baseline still draws from the citations "
+    "inside SPECTER's triplets, and Table 2's leakage and the w/o-leakage part embed their own graphs.")
+SCINCL_DEVIATIONS = (
     "Table 2's Init. rows (BERT-Base, BERT-Large, BioBERT as the base model) are not run.",
     "Table 1's w/o-leakage rows are not trained: the part builds their graph from SciNCL's released triples and "
     "samples the paper's bands on it, but the triples carry corpus ids only, and the papers' texts need Semantic "
@@ -316,7 +337,12 @@ def scincl_deviations(run) -> list[str]:
              if p.index_every_paper else
              "the FAISS index holds the graph's nodes only: papers that occur only as negatives are left out "
              "(SciNCL indexes every training paper, A.4)")
+    given = getattr(p, "graph_embedding", "")
+    if given:
+        index = ("the FAISS index holds the training papers found in the given embedding (SciNCL indexes every "
+                 "training paper, A.4; the page counts those not found)")
+    graph = GIVEN_GRAPH_DEVIATION.format(path=given) if given else TRIPLET_GRAPH_DEVIATION
     fixed = [f"SciNCL does not state its learning-rate schedule; this run uses {schedule}.", f"Index: {index}.",
-             *SCINCL_DEVIATIONS]
+             graph, *SCINCL_DEVIATIONS]
     return deviations(run, PAPER_SETTINGS, keys=[*run.method.TRAINING_PARAMETERS, "recommendations",
                                                  "csfcube_max_length"], fixed=fixed)
