@@ -71,7 +71,7 @@ from sdr.graph.scale import Buckets, NodeIds, collect_distributed, embed_edge_fi
 from sdr.graph.link_prediction import LINK_PREDICTION_METRICS
 from sdr.graph.neighbours import nearest_neighbours
 from sdr.graph.triplet_graph import citation_graph_from_triplets
-from sdr.graph.given import EMBEDDING_INFO, GivenEmbedding, read_given_embedding
+from sdr.graph.given import EMBEDDING_INFO, GivenEmbedding, Restricted, check_given_embedding, read_given_embedding
 from sdr.graph.cli import register
 
 __all__ = [
@@ -104,7 +104,9 @@ __all__ = [
     "edges_of",
     "citation_graph_from_triplets",
     "read_given_embedding",
+    "check_given_embedding",
     "GivenEmbedding",
+    "Restricted",
     "EMBEDDING_INFO",
     "nearest_neighbours",
     "register",
