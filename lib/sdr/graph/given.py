@@ -109,9 +109,7 @@ def read_given_embedding(path: str | Path, dimension: int | None = None) -> Give
         given = _read_jsonl(path)
     else:
         raise FileNotFoundError(f"{path}: not found; expected {_EXPECTED}")
-    if dimension is not None and given.dimension != int(dimension):
-        raise InputError(f"{path}: the vectors have {given.dimension} dimensions; expected {dimension} "
-                         "(graph_dimension): set graph_dimension to the given embedding's dimension")
+    _check_dimension(path, given.dimension, dimension)
     return given
 
 
@@ -121,18 +119,7 @@ def check_given_embedding(path: str | Path, dimension: int | None = None) -> Non
     wrong path or dimension before hours of other work; the full read checks the rest."""
     path = Path(path)
     if path.is_dir():
-        for needed in (path / "ids.txt", path / "vectors.npy"):
-            if not needed.is_file():
-                raise InputError(f"{needed}: missing; expected {_EXPECTED}")
-        try:
-            vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError, EOFError) as error:
-            raise InputError(f"{path / 'vectors.npy'}: not a .npy array ({type(error).__name__}: {str(error)[:120]})"
-                             "; expected the [N, d] float32 vectors `sdr graph embed --work-dir` writes") from None
-        if vectors.ndim != 2 or not np.issubdtype(vectors.dtype, np.floating):
-            raise InputError(f"{path / 'vectors.npy'}: an array of shape {vectors.shape} and dtype {vectors.dtype}; "
-                             "expected [N, d] floats, one row per line of ids.txt")
-        found = vectors.shape[1]
+        found = _load_vectors(path).shape[1]
     elif path.is_file():
         with open(path, encoding="utf-8") as handle:
             first = handle.readline()
@@ -142,17 +129,22 @@ def check_given_embedding(path: str | Path, dimension: int | None = None) -> Non
             raise InputError(f"{path}:1: not an embedding record; expected {_EXPECTED}") from None
     else:
         raise FileNotFoundError(f"{path}: not found; expected {_EXPECTED}")
+    _check_dimension(path, found, dimension)
+
+
+def _check_dimension(path: Path, found: int, dimension: int | None) -> None:
     if dimension is not None and found != int(dimension):
         raise InputError(f"{path}: the vectors have {found} dimensions; expected {dimension} (graph_dimension): set "
                          "graph_dimension to the given embedding's dimension")
 
 
-def _read_folder(folder: Path) -> GivenEmbedding:
+def _load_vectors(folder: Path) -> np.ndarray:
+    """``vectors.npy`` of a ``--work-dir`` folder, memory-mapped, once both its files are there: an ``[N, d]`` float
+    array or an :class:`InputError` naming the file."""
     ids_path, vectors_path = folder / "ids.txt", folder / "vectors.npy"
     for needed in (ids_path, vectors_path):
         if not needed.is_file():
             raise InputError(f"{needed}: missing; expected {_EXPECTED}")
-    corpus_ids = _read_ids(ids_path)
     try:
         vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:
@@ -161,6 +153,13 @@ def _read_folder(folder: Path) -> GivenEmbedding:
     if vectors.ndim != 2 or vectors.shape[1] < 1 or not np.issubdtype(vectors.dtype, np.floating):
         raise InputError(f"{vectors_path}: an array of shape {vectors.shape} and dtype {vectors.dtype}; expected "
                          "[N, d] floats, one row per line of ids.txt")
+    return vectors
+
+
+def _read_folder(folder: Path) -> GivenEmbedding:
+    ids_path, vectors_path = folder / "ids.txt", folder / "vectors.npy"
+    vectors = _load_vectors(folder)
+    corpus_ids = _read_ids(ids_path)
     if len(vectors) != len(corpus_ids):
         raise InputError(f"{vectors_path}: {len(vectors):,} rows, but {ids_path} has {len(corpus_ids):,} ids; "
                          "expected one row per id, in the same order")
