@@ -621,16 +621,14 @@ def run_on_given_graph(chapter: str, given: dict, mirror: Path, workdir: Path, e
     (:func:`sdr.graph.embed_edge_files`, with the run's graph settings), then ``given["parts"]`` executed with
     ``given["parameter"]`` naming that folder, in a results store of its own (the chapter's record from the run above
     stays the one later chapters read); it must take ``given["branches"]``."""
-    import ast
-
     from sdr import book
     from sdr.graph import GraphEmbeddingConfig, embed_edge_files
+    from sdr.plan import chapter_values
 
-    parameters = book.chapter_parameters(chapter, "paper", {**dry_run_overrides(chapter), "parts": given["parts"]})
+    overrides = {**dry_run_overrides(chapter), "parts": given["parts"]}
+    parameters = book.chapter_parameters(chapter, "paper", overrides)
     notebook = book.NOTEBOOKS / f"{chapter}.ipynb"
-    settings = {k: ast.literal_eval(v) for k, v in book.notebook_parameters(notebook).items()
-                if k in ("graph_dimension", "graph_comparator", "graph_epochs", "seed")}
-    settings.update({k: v for k, v in parameters.items() if k in settings})
+    settings = chapter_values(chapter, "paper", overrides)
     folder = workdir / f"{chapter}-given-graph"
     shutil.rmtree(folder, ignore_errors=True)
     clock = time.perf_counter()

@@ -392,6 +392,13 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     import importlib
     from types import SimpleNamespace
 
+    method = importlib.import_module(f"sdr.methods.{chapter}")
+    return method.cost_plan(SimpleNamespace(**chapter_values(chapter, profile, overrides)))
+
+
+def chapter_values(chapter: str, profile: str = "paper", overrides: dict | None = None) -> dict:
+    """Every parameter a chapter's notebook gets at a profile, as values: the notebook's defaults, then profiles.yml's
+    and ``overrides`` (``-p``) on top."""
     from sdr.book import paths
     from sdr.book.profiles import chapter_parameters
     from sdr.parameters import parameter_specs
@@ -399,9 +406,7 @@ def chapter_cost_plan(chapter: str, profile: str = "paper", overrides: dict | No
     notebook = paths.NOTEBOOKS / f"{chapter}.ipynb"
     # the defaults as values (papermill's inspection gives their source text: '"mean"', not 'mean')
     defaults = {name: spec.default for name, spec in parameter_specs(notebook).items()}
-    values = {**defaults, **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
-    method = importlib.import_module(f"sdr.methods.{chapter}")
-    return method.cost_plan(SimpleNamespace(**values))
+    return {**defaults, **chapter_parameters(chapter, profile, overrides, notebook=notebook)}
 
 
 def plan_chapters() -> list[str]:
