@@ -51,6 +51,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -60,7 +61,15 @@ from bench_synthetic import machine_line, peak_rss_mib  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 #: sdr.train variants: key → (packed, chunk tokens, torch.compile of the packed forward)
 VARIANTS = {"padded16k": (False, 16384, False), "packed16k": (True, 16384, False), "packed64k": (True, 65536, False),
-            "compiled16k": (True, 16384, True), "compiled64k": (True, 65536, True)}
+            "compiled16k": (True, 16384, True), "compiled64k": (True, 65536, True),
+            "dynamic64k": (True, 65536, True), "graphs64k": (True, 65536, True)}
+#: Encoder attributes a variant sets beyond those: compiled without CUDA graphs, no bucketed token counts (dynamic
+#: shapes from the first call, no pad tokens), and CUDA graphs (torch.compile's "reduce-overhead", one recording per
+#: bucketed shape; the default of the packed FlashAttention path). A baseline library without these attributes
+#: ignores them.
+VARIANT_ENCODER = {"compiled16k": {"compile_mode": None}, "compiled64k": {"compile_mode": None},
+                   "dynamic64k": {"compile_buckets": 0, "compile_mode": None},
+                   "graphs64k": {"compile_mode": "reduce-overhead"}}
 #: dense (no sparsity) tensor-core peak TFLOP/s by device-name fragment, more specific names first, and the
 #: precision it is for (vendor data sheets): bf16 where the GPU has it, fp16 on T4 and V100
 PEAK_TFLOPS = {
@@ -275,6 +284,8 @@ def main() -> None:
         """Wall time of the timed steps of sdr.train: T(steps + 1) - T(1), after a warm-up call."""
         run = Encoder.load(str(folder / "model"), device=str(device), packed=variant["packed"])
         run.compile_packed = variant["compile"]  # the library's own compile (bucketed in the new one)
+        for attribute, value in VARIANT_ENCODER.get(variant["key"], {}).items():
+            setattr(run, attribute, value)
         objective = TripletObjective(texts)
 
         def call(n_steps: int) -> float:
@@ -364,6 +375,7 @@ def main() -> None:
     for key in chosen:
         packed, chunk_tokens, compiled = VARIANTS[key]
         path = f"{packed_label}{' + torch.compile' if compiled else ''}" if packed else "padded chunks"
+        path += "".join(f", {attribute}={value!r}" for attribute, value in VARIANT_ENCODER.get(key, {}).items())
         variants[f"sdr.train [{key}], {path}, {chunk_tokens // 1024}K-token chunks"] = {
             "packed": packed, "chunk_tokens": chunk_tokens, "compile": compiled, "key": key}
     trainers = [(name, "ours", variant) for name, variant in variants.items()]
@@ -374,14 +386,22 @@ def main() -> None:
         if args.compile:
             trainers.append(("sentence-transformers + torch.compile", "st", True))
     measured = {(setting, name): [] for setting in settings for name, _, _ in trainers}
-    memory_of, st_used = {}, {}
+    memory_of, st_used, failed = {}, {}, {}
     for run_number in range(args.runs):
         for setting, (triplets, texts) in settings.items():
             for name, kind, variant in trainers:
-                if kind == "ours":
-                    seconds, memory = seconds_of_ours(variant, triplets, texts)
-                else:
-                    seconds, memory, st_used[name] = seconds_of_st(variant, triplets, texts)
+                if name in failed:
+                    continue
+                try:
+                    if kind == "ours":
+                        seconds, memory = seconds_of_ours(variant, triplets, texts)
+                    else:
+                        seconds, memory, st_used[name] = seconds_of_st(variant, triplets, texts)
+                except Exception as error:  # one variant failing (e.g. a compile mode) leaves the others' runs
+                    failed[name] = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
+                    print(f"run {run_number + 1}, {setting}, {name}: failed, {failed[name]}", flush=True)
+                    traceback.print_exc()
+                    continue
                 measured[(setting, name)].append(timed / seconds)
                 memory_of[(setting, name)] = max(memory or 0.0, memory_of.get((setting, name), 0.0))
                 print(f"run {run_number + 1}, {setting}, {name}: {timed / seconds:.1f} triplets/s", flush=True)
@@ -398,6 +418,9 @@ def main() -> None:
                      f"(mean over the timed steps), so sdr.train computes {1 - stats['repeated']:.1%} of them")
         lines.append(f"  {'trainer':<66}{'triplets/s (min–max)':>26}{'MFU':>7}{'padding':>9}  peak memory")
         for name, kind, variant in trainers:
+            if name in failed:
+                lines.append(f"  {name:<66}  failed: {failed[name]}")
+                continue
             speeds = measured[(setting, name)]
             flops = stats["ours"] if kind == "ours" else stats["all"]
             seconds = timed / statistics.median(speeds)
@@ -407,8 +430,9 @@ def main() -> None:
             memory = memory_of[(setting, name)]
             memory_text = f"{memory:.1f} GiB" if device.type == "cuda" else f"{peak_rss_mib():.0f} MiB RSS (process)"
             lines.append(f"  {name:<66}{median_range(speeds):>26}{mfu_text:>7}{padding:>9}  {memory_text}")
-        if have_st_trainer and variants:
-            best = max((n for n, k, _ in trainers if k == "ours"), key=lambda n: statistics.median(measured[(setting, n)]))
+        ours_ran = [n for n, k, _ in trainers if k == "ours" and n not in failed]
+        if have_st_trainer and ours_ran and "sentence-transformers" not in failed:
+            best = max(ours_ran, key=lambda n: statistics.median(measured[(setting, n)]))
             st = statistics.median(measured[(setting, "sentence-transformers")])
             lines.append(f"  fastest sdr.train ({best}) / sentence-transformers: "
                          f"{statistics.median(measured[(setting, best)]) / st:.2f}x")
@@ -421,6 +445,8 @@ def main() -> None:
     else:
         lines.append("sentence-transformers' trainer: not run (needs the `datasets` and `accelerate` packages)")
     # what the device check's summary pools over processes (benchmarks/device_check_summary.py)
+    trainers = [trainer for trainer in trainers if trainer[0] not in failed]
+    measured = {key: values for key, values in measured.items() if key[1] not in failed}
     record = {"label": args.label, "library": library, "device": device_text, "peak": list(peak) if peak else None,
               "timed_triplets": timed, "steps": args.steps, "source": source,
               "settings": {setting: {"repeated": stats["repeated"], "flops_ours": stats["ours"],

@@ -20,6 +20,11 @@
 # (default 410, under the 7 minutes it is given): a part that would not fit in what is left is skipped and
 # says so; the tests are cut at DEVICE_CHECK_TEST_LIMIT seconds (default 170).
 #
+# DEVICE_CHECK_VARIANTS=compiled64k,dynamic64k,graphs64k (bench_train_gpu.py's --variants) replaces the baseline
+# alternation and the compiled part with one process timing those variants of this library, 3 alternating runs.
+#
+# DEVICE_CHECK_TESTS (default "tests/test_gpu.py tests/test_packed.py") names the test files run.
+#
 # DEVICE_CHECK_CPU=1 runs the same parts tiny on CPU (a few tests, 1 timed step, batch 4), to check the script
 # itself; PYTHON picks the interpreter (default python3).
 set -uo pipefail  # not -e: a failing part is reported and the next one still runs
@@ -46,7 +51,7 @@ if [ -n "${DEVICE_CHECK_CPU:-}" ]; then
     TIMEOUT_ARGS=()
     "$PY" -c "import pytest_timeout" 2>/dev/null && TIMEOUT_ARGS=(--timeout 150)
 else
-    TESTS=(tests/test_gpu.py tests/test_packed.py)
+    read -r -a TESTS <<< "${DEVICE_CHECK_TESTS:-tests/test_gpu.py tests/test_packed.py}"
     BENCH=(--steps 20 --batch-size 32)
     TIMEOUT_ARGS=(--timeout 150)
 fi
@@ -90,11 +95,16 @@ bench() {
     [ $code = 0 ] || echo "  ($label run $run: exit status $code; see bench_${label}_${run}.log)"
 }
 
-for run in 1 2 3; do  # alternating, so a drift in the machine's speed hits both alike
-    bench baseline "$run" "$BASELINE" 40 --variants packed16k --no-st
-    bench new "$run" "$NEW" 40 --variants packed16k --no-st
-done
-bench new-compiled 1 "$NEW" 100 --variants compiled64k --runs 3 --no-st
+if [ -n "${DEVICE_CHECK_VARIANTS:-}" ]; then
+    # this library's variants only, in one process: each run times every variant in turn (alternating)
+    bench variants 1 "$NEW" 150 --variants "$DEVICE_CHECK_VARIANTS" --runs 3 --no-st
+else
+    for run in 1 2 3; do  # alternating, so a drift in the machine's speed hits both alike
+        bench baseline "$run" "$BASELINE" 40 --variants packed16k --no-st
+        bench new "$run" "$NEW" 40 --variants packed16k --no-st
+    done
+    bench new-compiled 1 "$NEW" 100 --variants compiled64k --runs 3 --no-st
+fi
 if PYTHONPATH=$NEW "$PY" -c "import datasets, accelerate" 2>/dev/null; then
     bench sentence-transformers 1 "$NEW" 60 --variants none
 else

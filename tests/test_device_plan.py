@@ -204,13 +204,17 @@ def test_a_faked_t4_trains_padded_in_fp16_with_a_scaler_and_resumes_exactly(fake
 @pytest.mark.parametrize("kind, compiled, chunk", [("h100", True, 65536), ("a100", True, 65536), ("t4", False, 16384)])
 def test_the_packed_flash_path_compiles_in_large_chunks_by_default(fake_gpu, tiny_encoder, kind, compiled, chunk):
     """Measured on an H200 (benchmarks/results/train_gpu_nvidia-h200.txt): the packed FlashAttention path ran
-    51 % faster compiled in 64K-token chunks than eager in 16K ones, so that is its default; the padded paths and
-    the CPU keep eager 16K chunks (CPU numbers unchanged)."""
+    51 % faster compiled in 64K-token chunks than eager in 16K ones, and replayed as CUDA graphs faster again
+    (…_graphs.txt), so that is its default; the padded paths and the CPU keep eager 16K chunks (CPU numbers
+    unchanged)."""
     fake_gpu(kind)
     plan = device_plan(torch.device("cuda"), tiny_encoder.model)
     assert (plan.compiled, plan.chunk_tokens) == (compiled, chunk)
     assert ("torch.compile" in plan.describe()) is compiled
     assert plan.record()["compiled"] is compiled
+    # CUDA graphs on the compiled path (benchmarks/results/train_gpu_nvidia-h200_graphs.txt)
+    assert plan.compile_mode == ("reduce-overhead" if compiled else None)
+    assert ("CUDA graphs" in plan.describe()) is compiled and plan.record()["compile_mode"] == plan.compile_mode
 
 
 def test_the_cpu_keeps_eager_chunks_of_16k_tokens(fresh_tiny_encoder):

@@ -197,6 +197,45 @@ def test_pack_pads_to_a_bucketed_shape_with_short_pad_texts():
     assert len(sizes) == 8  # a few shapes for a whole octave of token counts
 
 
+def test_cuda_graph_shapes_bucket_the_text_count_too():
+    """CUDA graphs record one graph per distinct shape: with ``bucket_texts`` the text count is rounded to a few
+    sizes as well, and every pad text still gets 1 to ``max_segment`` pad tokens."""
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        texts = int(rng.integers(1, 400))
+        tokens = int(rng.integers(texts, texts * 512 + 1))
+        max_segment = int(rng.choice([2, 64, 512]))
+        padded, padded_texts = sdr.packed.padded_shape(tokens, texts, max_segment, bucket_texts=True)
+        assert padded == sdr.packed.bucket(padded, 8, 64) and padded_texts == sdr.packed.bucket(padded_texts, 8)
+        pad, segments = padded - tokens, padded_texts - texts
+        assert segments <= pad <= segments * max_segment and (segments > 0) == (pad > 0), (tokens, texts)
+        assert padded <= sdr.packed.bucket(sdr.packed.bucket(tokens, 8, 64) + 1, 8, 64)  # at most one bucket more
+    assert sdr.packed.padded_shape(18_500, 97, 512) == (20_480, 101)  # the text count left free
+    assert sdr.packed.padded_shape(18_500, 97, 512, bucket_texts=True) == (20_480, 104)
+    shapes = {sdr.packed.padded_shape(int(rng.integers(15_000, 26_000)), int(rng.integers(60, 97)), 512,
+                                      bucket_texts=True) for _ in range(3000)}
+    assert len(shapes) <= 60  # a training run's steps of 60-96 texts: a few dozen graphs, not one per step
+    ids = [[7] * 9, [8] * 5, [9] * 3]
+    flat, positions, offsets = sdr.packed.pack_on_host(ids, torch.device("cpu"),
+                                                       sdr.packed.padded_shape(17, 3, 4, bucket_texts=True))
+    assert flat[:17].tolist() == [7] * 9 + [8] * 5 + [9] * 3 and flat[17:].eq(0).all()
+
+
+def test_the_encoder_buckets_the_text_count_only_for_cuda_graphs():
+    encoder = _encoder("cls")
+    encoder.packed, encoder.compile_packed = True, True
+    assert encoder.compile_mode == "auto" and encoder.graph_mode is None  # the CPU's plan: no CUDA graphs
+    ids = encoder.token_ids(list(TEXTS.values()) * 3)
+    free = encoder.host_chunks(ids).chunks[0]
+    encoder.compile_mode = "reduce-overhead"
+    graphs = encoder.host_chunks(ids).chunks[0]
+    tokens = sum(map(len, ids))
+    assert free[2].real == graphs[2].real == (len(ids), tokens)
+    assert free[1][2].shape[0] - 1 == sdr.packed.padded_shape(tokens, len(ids), encoder.max_length)[1]
+    assert graphs[1][2].shape[0] - 1 == sdr.packed.padded_shape(tokens, len(ids), encoder.max_length,
+                                                                bucket_texts=True)[1]
+
+
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_a_stream_padded_to_a_bucket_pools_the_same_embeddings(pooling):
     """The pad texts attend only to themselves, so the real texts' embeddings are those of the unpadded

@@ -43,6 +43,8 @@ DEFAULT_CHUNK_TOKENS = 16384
 """Tokens a chunk of a training step holds at most (the padded path, and every path on CPU)."""
 PACKED_CHUNK_TOKENS = 65536
 """Tokens a packed, compiled chunk holds on a GPU: a step of SPECTER's 32 triplets (~19 K tokens) in one chunk."""
+GRAPH_MODE = "reduce-overhead"
+"""torch.compile's mode that replays compiled graphs as CUDA graphs (the packed FlashAttention path's default)."""
 _AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 # Hugging Face's fast tokenizers refuse concurrent calls on one tokenizer ("Already borrowed"); the trainer
 # tokenizes the next step on a worker thread, so every call takes this lock (a module-level one: a lock
@@ -107,6 +109,10 @@ class DevicePlan:
     # triplets/s eager, no repeated texts); every other path eager in chunks of DEFAULT_CHUNK_TOKENS
     compiled: bool = False
     chunk_tokens: int = 16384
+    # torch.compile's mode for the compiled path: "reduce-overhead" replays each bucketed shape as a CUDA graph
+    # (measured on an H200, benchmarks/results/train_gpu_nvidia-h200_graphs.txt: 1,170 vs 916 triplets/s compiled
+    # without graphs, no repeated texts; 1,466 vs 1,008 with repeats); None off that path
+    compile_mode: str | None = None
 
     @property
     def autocast_dtype(self) -> torch.dtype | None:
@@ -124,6 +130,8 @@ class DevicePlan:
         where = self.device_name + (f" (sm{self.capability[0]}{self.capability[1]})" if self.capability else "")
         if self.attention == "flash":
             path = "packed chunks, variable-length FlashAttention" + (", torch.compile" if self.compiled else "")
+            if self.compiled and self.compile_mode == "reduce-overhead":
+                path += " with CUDA graphs"
         elif self.attention == "nested":
             path = "packed chunks, SDPA on nested tensors"
         else:
@@ -192,7 +200,8 @@ def device_plan(device: str | torch.device | None = "auto", model: nn.Module | N
     overridden = tuple(name_ for name_, value in (("packed", packed), ("precision", precision)) if value != "auto")
     return DevicePlan(str(device), name, capability, chosen_precision, chosen_precision == "fp16",
                       bool(use_packed), attention, hf_attention, overridden, compiled=bool(flash),
-                      chunk_tokens=PACKED_CHUNK_TOKENS if flash else DEFAULT_CHUNK_TOKENS)
+                      chunk_tokens=PACKED_CHUNK_TOKENS if flash else DEFAULT_CHUNK_TOKENS,
+                      compile_mode=GRAPH_MODE if flash else None)
 
 
 def _read_pooling(path: Path) -> str | None:
@@ -296,10 +305,12 @@ class Encoder(nn.Module):
         # in benchmarks/bench_train_gpu.py. compile_buckets: the token count of a compiled chunk is padded up to
         # one of this many sizes per power of two (sdr.packed.padded_shape) and the text count is dynamic, so a
         # run compiles at most twice, never per step (0: dynamic shapes from the start, no padding);
-        # compile_mode: torch.compile's mode (None, or "reduce-overhead": CUDA graphs, one per bucket)
+        # compile_mode: torch.compile's mode: "auto" (the device plan's: "reduce-overhead" on the packed
+        # FlashAttention path), None, or "reduce-overhead" (CUDA graphs: the text count is bucketed too, so a
+        # run records one graph per bucketed shape, a few dozen at most, never one per step)
         self.compile_packed: bool | str = "auto"  # "auto": the device plan's (on for packed FlashAttention)
         self.compile_buckets = 8
-        self.compile_mode: str | None = None
+        self.compile_mode: str | None = "auto"
         # packed chunks of (nearly) equal token counts: a step's tokens over as few chunks as chunk_tokens
         # allows, without a tiny last chunk (False: fill each chunk up to chunk_tokens in turn)
         self.balance_chunks = True
@@ -440,6 +451,12 @@ class Encoder(nn.Module):
         return bool(self.compile_packed)
 
     @property
+    def graph_mode(self) -> str | None:
+        """torch.compile's mode for the compiled packed forward: :attr:`compile_mode`, or with "auto" the device
+        plan's (CUDA graphs on the packed FlashAttention path)."""
+        return self.plan.compile_mode if self.compile_mode == "auto" else self.compile_mode
+
+    @property
     def packing(self) -> bool:
         """Whether chunks run padding-free (see :attr:`packed`, :attr:`plan` and :mod:`sdr.packed`)."""
         return self.plan.packed
@@ -448,7 +465,7 @@ class Encoder(nn.Module):
                      shape: "PackedShape", attention: str) -> torch.Tensor:
         pooled = pool_packed_stream(self.model, (flat_ids, positions, offsets), shape.seqlens, self.pooling,
                                     compiled=self.compiling, attention=attention, real=shape.real,
-                                    compile_mode=self.compile_mode)
+                                    compile_mode=self.graph_mode)
         return nn.functional.normalize(pooled, dim=-1) if self.normalize else pooled
 
     def chunks(self, lengths: Sequence[int], max_rows: int = 0) -> list[np.ndarray]:
@@ -500,7 +517,8 @@ class Encoder(nn.Module):
                 shape = PackedShape((min(chunk_lengths), max(chunk_lengths)), None)
                 pad_to = None
                 if bucketed:  # a few static shapes for the compiled forward; constant seqlens: no recompile
-                    pad_to = padded_shape(sum(chunk_lengths), len(chunk), self.max_length, self.compile_buckets)
+                    pad_to = padded_shape(sum(chunk_lengths), len(chunk), self.max_length, self.compile_buckets,
+                                          bucket_texts=self.graph_mode == GRAPH_MODE)
                     shape = PackedShape((1, self.max_length), (len(chunk), sum(chunk_lengths)))
                 chunks.append((chunk, pack_on_host(rows, self.device, pad_to, pad), shape))
             else:
@@ -529,7 +547,7 @@ class Encoder(nn.Module):
     def _chunking_key(self, max_rows: int) -> tuple:
         """What host chunks depend on besides the ids: prepared ones are used only while it holds."""
         return (self.chunk_tokens, max_rows, self.plan.packed, self.max_length, str(self.device), self.balance_chunks,
-                self.compiling and self.compile_buckets)
+                self.compiling and self.compile_buckets, self.compiling and self.graph_mode)
 
     def run_chunks(self, prepared: "HostChunks") -> torch.Tensor:
         """Embeddings of :meth:`host_chunks`' texts, in their original order."""

@@ -48,13 +48,23 @@ def bucket(count: int, per_octave: int, minimum: int = 1) -> int:
     return -(-count // step) * step
 
 
-def padded_shape(tokens: int, texts: int, max_segment: int, per_octave: int = 8) -> tuple[int, int]:
+def padded_shape(tokens: int, texts: int, max_segment: int, per_octave: int = 8,
+                 bucket_texts: bool = False) -> tuple[int, int]:
     """(token count, text count) a packed stream of ``tokens`` tokens in ``texts`` texts is padded to for the
     compiled forward (:func:`compiled_hidden_states`): the token count up to its :func:`bucket`, the pad tokens as
     the fewest extra texts of 1 to ``max_segment`` tokens each (attention stays within a text, so the real texts
-    are unaffected). The text count is left to vary: the compiled forward treats it as dynamic."""
+    are unaffected). The text count is left to vary (the compiled forward treats it as dynamic), or with
+    ``bucket_texts`` (CUDA graphs, which record one graph per distinct shape) is rounded up to its :func:`bucket`
+    too, taking the next token bucket where the pad tokens are fewer than the pad texts."""
     padded = bucket(tokens, per_octave, 64)
-    return padded, texts + -(-(padded - tokens) // max_segment)
+    while True:
+        padded_texts = texts + -(-(padded - tokens) // max_segment)
+        if not bucket_texts:
+            return padded, padded_texts
+        padded_texts = bucket(padded_texts, per_octave)
+        if padded - tokens >= padded_texts - texts:  # each pad text holds at least one pad token
+            return padded, padded_texts
+        padded = bucket(padded + 1, per_octave, 64)
 
 
 def pack_on_host(ids: Sequence[Sequence[int]], device: torch.device, pad_to: tuple[int, int] | None = None,
