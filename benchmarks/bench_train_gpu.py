@@ -34,7 +34,7 @@ It needs ``datasets`` and ``accelerate`` (a note says when they are missing). En
 
 Usage: ``python benchmarks/bench_train_gpu.py [--steps 20] [--runs 3] [--compile] [--quick]``; raw output goes
 to ``benchmarks/results/train_gpu_<device>.txt`` (or ``--out``). ``--variants`` (``padded16k``, ``packed16k``,
-``packed64k``, ``compiled16k``, ``compiled64k``), ``--settings``, ``--no-st``, ``--no-encode`` and ``--label``
+``packed64k``, ``compiled16k``, ``compiled64k``, ``dynamic64k``, ``graphs64k``: see :data:`VARIANT_ENCODER`), ``--settings``, ``--no-st``, ``--no-encode`` and ``--label``
 choose what runs; the last line (``BENCH_JSON``) holds the measurements for ``device_check_summary.py``, which
 pools the single-run processes of ``benchmarks/device_check.sh`` (the library on ``PYTHONPATH`` is timed: the
 device check alternates a baseline checkout and this one). A compiled variant's warm-up is the timed call

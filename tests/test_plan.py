@@ -11,19 +11,20 @@ from sdr.datasets import ChapterData
 def test_measured_throughput_is_the_median_of_the_committed_runs():
     import re
 
-    raw = (plan.PAPER_TABLES.parents[1] / "benchmarks" / "results" / "train_gpu_nvidia-h200.txt").read_text()
-    section = raw.split("# bench_new-compiled_1.txt", 1)[1]
-    runs = [float(x) for x in re.findall(r"run \d, no repeats, sdr.train \[compiled64k\].*?: ([\d.]+) triplets/s", raw)]
+    raw = (plan.PAPER_TABLES.parents[1] / "benchmarks" / "results" / plan.MEASURED_RUNS).read_text()
+    section = raw.split("# bench_variants_1.txt", 1)[1].split("# ----", 1)[0]  # the run of the default's commit
+    assert "plan: NVIDIA H200 (sm90): packed chunks, variable-length FlashAttention, torch.compile with CUDA graphs" in raw
+    runs = [float(x) for x in re.findall(r"run \d, no repeats, sdr.train \[graphs64k\].*?: ([\d.]+) triplets/s", section)]
     assert sorted(runs) == sorted(plan.MEASURED_RUNS_TRIPLETS_PER_S) and "193 tokens per text (mean)" in section
-    assert plan.MEASURED_TRIPLETS_PER_S == pytest.approx(952.8)  # the median of 952.6, 952.8, 957.0
-    assert plan.MEASURED_TOKENS_PER_S == pytest.approx(952.8 / 32 * 96 * 193)
+    assert plan.MEASURED_TRIPLETS_PER_S == pytest.approx(1236.3)  # the median of 801.0, 1236.3, 1250.7
+    assert plan.MEASURED_TOKENS_PER_S == pytest.approx(1236.3 / 32 * 96 * 193)
 
 
 def test_estimate_by_hand():
     # 64,000 triplets, 2 epochs, batch 32: 4,000 steps; 64,000 × 2 × 3 texts × 198 tokens on the H200
     estimate = plan.training_estimate(64_000, 2, 32, 3, 198, "NVIDIA H200")
     assert estimate["steps"] == 4_000
-    assert estimate["hours"] == pytest.approx(64_000 * 2 * 3 * 198 / (952.8 / 32 * 96 * 193) / 3600)
+    assert estimate["hours"] == pytest.approx(64_000 * 2 * 3 * 198 / (1236.3 / 32 * 96 * 193) / 3600)
     assert "measured" in estimate["how"] and "not measured" not in estimate["how"]
     t4 = plan.training_estimate(64_000, 2, 32, 3, 198, "Tesla T4")
     assert t4["hours"] == pytest.approx(estimate["hours"] * 989 / 65)

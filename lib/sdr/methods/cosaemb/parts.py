@@ -53,7 +53,7 @@ PARTS = {
     "control": Part(
         "control", "no table of the paper: the book's inter-document-only control (SPECTER's triplets alone, as many "
                    "as a margin run), a test of Table 6's claim that the gain is not more training data",
-        t4="not in one session: its run spans several 12-hour sessions (resume = True continues it)"),
+        t4="not in one session: its run spans two 12-hour sessions (resume = True continues it)"),
     "seeds": Part(
         "seeds", "no table of the paper (it reports one run): the leaderboard models trained again with further "
                  "seeds (leaderboard_seeds)",

@@ -41,16 +41,16 @@ PARTS = {
         "main", "FLeW Tables 1-2, the FLeW row, and Table 3's w/ Textual rows, by the book's recipe (the S2 graph "
                 "fetched around the released query list, triplets re-sampled in its facet subgraphs, the CSAbstruct "
                 "splitter, weights tuned on validation data)",
-        headline=True, t4=("≈ 39 T4 h: 4 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 543 "
+        headline=True, t4=("≈ 31 T4 h: 3 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 543 "
                            "CPU/network h)")),
     "published": Part(
         "published", "FLeW Tables 1-3, the FLeW and w/ Textual rows, by the published recipe: the released triplets "
                      "and the released split abstracts, no sampling or splitting here",
-        t4="≈ 38 T4 h: 4 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 39 CPU/network h)"),
+        t4="≈ 30 T4 h: 3 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 39 CPU/network h)"),
     "ablations": Part(
         "ablations", "FLeW Table 3: w/o Textual (three encoders on full abstracts, their tuned sum) and "
                      "w/o Structural (one encoder on the whole, unweighted citation graph)",
-        t4=("≈ 90 T4 h: 8 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 176 CPU/network "
+        t4=("≈ 71 T4 h: 6 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 176 CPU/network "
             "h)")),
     "seeds": Part(
         "seeds", "nothing of the paper (FLeW reports one run): the CSFCube leaderboard's extra training seeds of "

@@ -47,7 +47,8 @@ PARTS: dict[str, Part] = {
                                    "6.7 (L2 configurations)",
                       t4=_NO_RUN_IN_ONE_SESSION),
     "sweeps": Part("sweeps", "Table 6.3's τ rows and Table 6.6's α rows (the sweep figure)",
-                   t4=_NO_RUN_IN_ONE_SESSION),
+                   t4="each run in one 12-hour session; all of it in several sessions (resume = True skips the "
+                      "finished runs)"),
     "seeds": Part("seeds", "the leaderboard models (csfcube_models) trained again with the next seeds: the seed "
                            "spread the thesis, with one run a model, does not give",
                   t4=_NO_RUN_IN_ONE_SESSION),

@@ -34,13 +34,13 @@ PARTS: dict[str, Part] = {
                      t4="all of it in 1 Colab session: inference and CPU scoring, no training"),
     "main": Part("main", "SciNCL Table 1's SciNCL row (one seed) and Table 2's SPECTER row as SPECTER's sampling on the "
                  "same graph; Table 5 (link prediction) and Fig. 5 (collisions) on that graph", headline=True,
-                 t4="about 3 Colab sessions of 12 h: the graph embedding and kNN search on the CPU, then two "
+                 t4="about 2 Colab sessions of 12 h: the graph embedding and kNN search on the CPU, then two "
                     "trainings (resume = True in each new session)"),
     "seeds": Part("seeds", "Table 1's ±σ row: the leaderboard models trained with the next seeds (ten in all)",
-                  t4="about 15 Colab sessions of 12 h (nine more seeds of two models): a workstation GPU's job"),
+                  t4="about 13 Colab sessions of 12 h (nine more seeds of two models): a workstation GPU's job"),
     "ablations": Part("ablations", "Table 2's rows (k-hard, plain-random easy negatives, 1 % and 10 % of the data, "
                       "BitFit; the Init. rows are not run), each over ablation_seeds",
-                      t4="about 18 Colab sessions of 12 h (each row and seed one main training, the data-share "
+                      t4="about 17 Colab sessions of 12 h (each row and seed one main training, the data-share "
                          "rows less): a workstation GPU's job"),
     "sweeps": Part("sweeps", "Figs. 2-3: the k+ and k-hard sweeps on 10 % of the queries, scored on SciDocs' "
                    "validation split", t4="about 5 Colab sessions of 12 h (each point and seed a tenth of a main "
