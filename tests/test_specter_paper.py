@@ -401,6 +401,13 @@ def test_scincl_rows_on_the_triplet_graph_are_never_paired_with_the_papers_scinc
     pair = paired.set_index("ours").loc[names["SciNCL"]]
     assert pair["avg (paper)"] == 81.8 and pair["avg difference"] == pytest.approx(81.0 - 81.8)
     assert set(apart["ours"]) == {names["SPECTER sampling"]}
+    # the leaderboard's status map follows the same rule: the released checkpoint always, the SciNCL row only on
+    # S2ORC's graph, SPECTER's sampling never (its triplet-graph citations)
+    released = {"malteos/scincl (released checkpoint)": specter.RELEASED_CHECKPOINTS["malteos/scincl"]}
+    assert scincl.released_paper_models(run) == released
+    assert scincl.paper_models(run, inputs, training, graph, names) == released
+    assert scincl.paper_models(run, inputs, training, graph, names, on_triplets) == released
+    assert scincl.paper_models(run, inputs, training, graph, names, on_s2orc) == {**released, names["SciNCL"]: "SciNCL"}
 
 
 # ------------------------------------------------------------------------------------------------- deviations

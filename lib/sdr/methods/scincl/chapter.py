@@ -31,7 +31,7 @@ __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbe
            "given_embedding", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
            "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
-           "retrainer", "paper_pairs", "TABLE1_MODELS", "store", "findings"]
+           "paper_models", "retrainer", "paper_pairs", "TABLE1_MODELS", "store", "findings"]
 
 #: The parameters that change SciNCL's training (graph, bands, sampling, optimiser, ablation sizes): they key the
 #: chapter's run folder (``book.run_dir``), with the training data's source line (:func:`train_main_models`).
@@ -555,10 +555,26 @@ def csfcube_table(run, inputs, models: Mapping, names: Mapping[str, str], releas
 
 
 def released_paper_models(run) -> dict[str, str]:
-    """The paper row each released checkpoint is (SciNCL Table 1), for the leaderboard's status map; the trained rows
-    map to none there, even a SciNCL row sampled on a given embedding of S2ORC's graph, which the page's
-    :func:`paper_pairs` rule does set beside Table 1 (the status map does not follow that rule yet)."""
+    """The paper row each released checkpoint is (SciNCL Table 1), for the leaderboard's status map (see
+    :func:`paper_models` for the trained rows too)."""
     return {f"{name} (released checkpoint)": specter.RELEASED_CHECKPOINTS[name] for name in run.p.released_checkpoints}
+
+
+def paper_models(run, inputs, training: specter.TrainingSet, graph: TripletGraph, names: Mapping[str, str],
+                 embedded: CitationEmbedding | None = None) -> dict[str, str]:
+    """The leaderboard's status map: each released checkpoint's paper row (:func:`released_paper_models`), and by
+    the page's one pairing rule (:func:`paper_pairs`) a trained row's (SciNCL Table 1's SciNCL or SPECTER) only where
+    its origin matches the paper's —
+    a SciNCL row sampled on a given embedding of S2ORC's citation graph with SPECTER's queries; rows on SPECTER's
+    triplet graph map to none.
+
+    Shown in: notebooks/scincl.ipynb, Seeds: the leaderboard models trained again."""
+    from sdr.methods.specter.paper import PAPER_ROWS
+
+    origins, candidates = _origins_and_candidates(run, inputs, training, graph, names, embedded)
+    trained = {name: candidates[name] for name in (names["SciNCL"], names["SPECTER sampling"])
+               if not origins[name].differences(PAPER_ROWS[candidates[name]])}
+    return {**released_paper_models(run), **trained}
 
 
 def retrainer(run, training: specter.TrainingSet, graph: TripletGraph, embedded: CitationEmbedding,
@@ -593,7 +609,17 @@ def paper_pairs(run, inputs, training: specter.TrainingSet, graph: TripletGraph,
     match SciNCL's row; rows on ``graph.label`` (SPECTER's triplet graph) stand apart with the reason.
 
     Shown in: notebooks/scincl.ipynb, Ours next to the paper."""
-    from sdr.methods.specter.paper import RELEASED_PAPER_ROW, pair_with_paper
+    from sdr.methods.specter.paper import pair_with_paper
+
+    origins, candidates = _origins_and_candidates(run, inputs, training, graph, names, embedded)
+    paper = book.read_paper_table("scidocs").query("source == 'SciNCL'")
+    return pair_with_paper(ours, origins, candidates, specter.METRIC_COLUMNS, paper)
+
+
+def _origins_and_candidates(run, inputs, training: specter.TrainingSet, graph: TripletGraph, names: Mapping[str, str],
+                            embedded: CitationEmbedding | None) -> tuple[dict, dict[str, str]]:
+    """Each row's origin (:class:`sdr.methods.specter.RowOrigin`) and the SciNCL Table 1 row it would pair with."""
+    from sdr.methods.specter.paper import RELEASED_PAPER_ROW
 
     queries = "SPECTER's queries" if training.with_leakage else "random S2ORC queries w/o leakage"
     source = embedded.source if embedded is not None and embedded.source else graph.label
@@ -605,8 +631,7 @@ def paper_pairs(run, inputs, training: specter.TrainingSet, graph: TripletGraph,
     candidates = {"untrained encoder": "SciBERT", names["SciNCL"]: f"SciNCL{suffix}",
                   names["SPECTER sampling"]: f"SPECTER{suffix}",
                   **{f"{name} (released checkpoint)": RELEASED_PAPER_ROW[name] for name in released}}
-    paper = book.read_paper_table("scidocs").query("source == 'SciNCL'")
-    return pair_with_paper(ours, origins, candidates, specter.METRIC_COLUMNS, paper)
+    return origins, candidates
 
 
 # ------------------------------------------------------------------------------------------------- the page's record
