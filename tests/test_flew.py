@@ -538,12 +538,14 @@ def test_paper_profile_scores_the_chapter_models_and_declares_the_released_data(
 
     profiles = book.load_profiles()["profiles"]
     assert profiles["paper"]["chapters"]["flew"]["score_released_models"] is True
-    assert {"flew_triplets", "s2ag_citations_flew", "mdcr", "scirepeval", "scirepeval_full", "csfcube", "csabstruct",
+    # the citation graph through the bulk route (issue 36), read with the Graph API dataset's name and layout
+    assert {"flew_triplets", "s2ag_bulk_flew", "mdcr", "scirepeval", "scirepeval_full", "csfcube", "csabstruct",
             "flew_split_metadata"} == set(datasets.CHAPTER_DATA["flew"])
+    assert datasets.BULK_ROUTE["flew"] == ("s2ag_citations_flew", "s2ag_bulk_flew")
     split = datasets.get("flew_split_metadata")
     assert [f.path for f in split.files] == [f"{f}_split_triplets_metadata.jsonl" for f in flew.FACETS]
     assert all(f.url.startswith("https://huggingface.co/datasets/Miracle-dz/FLeW-data/") for f in split.files)
-    assert datasets.CHAPTER_DATA["flew"].index("flew_triplets") < datasets.CHAPTER_DATA["flew"].index("s2ag_citations_flew")
+    assert datasets.CHAPTER_DATA["flew"].index("flew_triplets") < datasets.CHAPTER_DATA["flew"].index("s2ag_bulk_flew")
     released = datasets.get("flew_triplets")
     assert [f.path for f in released.files] == [f"{f}_training_triplet.csv" for f in flew.FACETS]
     assert all(f.url.startswith("https://huggingface.co/datasets/Miracle-dz/FLeW-data/") for f in released.files)
@@ -608,9 +610,10 @@ def test_real_csabstruct_splitter_trained_here_reaches_the_target(real_data, tmp
 
 def test_paper_dry_run_mirror_holds_flews_inputs_in_their_official_layouts(tmp_path, monkeypatch):
     """`sdr paper-dry-run flew` fixtures: every dataset of CHAPTER_DATA["flew"] with the files a paper run reads;
-    the citation graph was fetched (corpus ids resolved through /paper/batch) for every paper of a graph large
-    enough that FLeW's bands keep k⁻hard = 4000 (the paper's branch), the released query list among them, each query
-    with ten distinct positives a facet; the split abstracts cover every paper of the triplets."""
+    the citation graph was fetched through the bulk route (the synthetic Datasets API's shards filtered to the query
+    list; corpus ids are the paper ids) for every paper of a graph large enough that FLeW's bands keep k⁻hard = 4000
+    (the paper's branch), the released query list among them, each query with ten distinct positives a facet; the
+    split abstracts cover every paper of the triplets."""
     from sdr import datasets, dryrun
 
     monkeypatch.delenv("SDR_DATA", raising=False)
@@ -622,10 +625,10 @@ def test_paper_dry_run_mirror_holds_flews_inputs_in_their_official_layouts(tmp_p
     released = {f: flew.read_released_triplets(tmp_path / "flew_triplets" / f"{f}_training_triplet.csv")
                 for f in flew.FACETS}
     queries, table = flew.query_list(released)
-    paper_of = flew.corpus_id_map(tmp_path / "s2ag_citations_flew")
+    paper_of = flew.corpus_id_map(tmp_path / "s2ag_bulk_flew")
     assert queries and all(q in paper_of for q in queries)
-    assert set((tmp_path / "s2ag_citations_flew" / "anchors.txt").read_text().split()) >= {paper_of[q] for q in queries}
-    graph, _, _ = read_s2_citations(tmp_path / "s2ag_citations_flew")
+    assert set((tmp_path / "s2ag_bulk_flew" / "anchors.txt").read_text().split()) >= {paper_of[q] for q in queries}
+    graph, _, _ = read_s2_citations(tmp_path / "s2ag_bulk_flew")
     assert all(paper_of[q] in graph.nodes for q in queries)
     from sdr.methods import scincl
 
@@ -943,9 +946,13 @@ def test_cost_plan_lines_and_totals_by_hand():
     # kNN: 20 queries over the background facet's 2.95 M papers × 20 / 216 K, 32 dimensions, 8.592e-10 s each
     knn = 20 * (2_950_000 * 20 / 216_000) * 32 * 8.592e-10 / 3600
     assert lines.loc["kNN bands in the background subgraph (flat FAISS)", "CPU / network h"] == pytest.approx(knn)
-    # the S2 fetch: 2 pages an anchor and 2 batch calls (ids, texts) at 1 request a second
-    assert lines.loc["S2 Graph API pages around the query list (s2ag_citations_flew)", "CPU / network h"] == \
-        pytest.approx((40 + 2) / 3600)
+    # the graph through the bulk route: the shards' download and DuckDB filtering (sdr.fetchers.bulk.bulk_plan), not
+    # 2 Graph API pages an anchor at 1 request a second
+    from sdr.fetchers.bulk import bulk_plan
+
+    bulk = lines.loc["s2ag_bulk_flew: Semantic Scholar bulk datasets, filtered with DuckDB"]
+    assert bulk["CPU / network h"] == pytest.approx(bulk_plan("s2ag_bulk_flew")["hours"])
+    assert not [w for w in table["what"] if "Graph API" in w]
     # the weight search: 3 interior grid points at step 0.25, 1 CPU h each (estimate)
     assert lines.loc["FLeW's sum: weight search, 3 grid points × the supervised tasks", "CPU / network h"] == 3.0
     totals = cost.totals()

@@ -239,11 +239,13 @@ def _bulk_fetch(name: str, folder: Path, corpus, fixture: FixtureCorpus, anchors
 
 
 def write_s2ag_bulk_flew(folder: Path, fixture: FixtureCorpus) -> None:
-    """FLeW's citation graph through the bulk route: the released query list of FLeW's dry-run graph (corpus ids, as
-    ``flew_triplets``' fixture has it, :mod:`sdr.methods.flew.fixtures`) filtered out of the synthetic Datasets
-    API's citations, papers and abstracts shards of that graph."""
+    """FLeW's citation graph through the bulk route (the chapter's route at paper): FLeW's dry-run graph (corpus ids,
+    as ``flew_triplets``' fixture has them, :mod:`sdr.methods.flew.fixtures`) filtered out of the synthetic Datasets
+    API's citations, papers and abstracts shards of that graph. Every paper of the graph is an anchor, as in the Graph
+    API route's fixture: the released queries' links alone would give too few nodes for FLeW's unclipped bands
+    (k⁻hard 4000, a branch the dry run must take)."""
     corpus, ids, queries, _ = _method("flew.fixtures")._dry_run_graph(fixture.seed)
-    _bulk_fetch("s2ag_bulk_flew", folder, corpus, fixture, [str(ids[q]) for q in queries], ids=ids)
+    _bulk_fetch("s2ag_bulk_flew", folder, corpus, fixture, [str(ids[pid]) for pid in sorted(corpus.papers)], ids=ids)
 
 
 def write_s2ag_bulk_thesis(folder: Path, fixture: FixtureCorpus) -> None:

@@ -624,9 +624,10 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
-    # flew_triplets first: the S2 fetch of FLeW's graph takes its anchors (the query list) from it
+    # flew_triplets first: the fetch of FLeW's graph takes its anchors (the query list) from it; the graph through the
+    # bulk route (BULK_ROUTE: the Graph API crawl around 216 K anchors takes weeks), read as s2ag_citations_flew
     # flew_split_metadata: the published recipe's training texts (its `published` part)
-    "flew": ("flew_triplets", "s2ag_citations_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube",
+    "flew": ("flew_triplets", "s2ag_bulk_flew", "csabstruct", "mdcr", "scirepeval", "scirepeval_full", "csfcube",
              "flew_split_metadata"),
     "scitoricsbert": ("cfs3", "csabstruct", "pubmed_rct", "cf_sentences"),
     "summary": (),
@@ -636,7 +637,7 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
 #: The bulk route of each chapter whose Graph API crawl takes days: ``{chapter: (Graph API dataset, bulk dataset)}``.
 #: The bulk dataset is written in the Graph API dataset's layout (corpus ids as paper ids), so the switch is one
 #: line in CHAPTER_DATA — the bulk name in place of the Graph API one — and ``ChapterData.input`` with the old name
-#: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). SciNCL has no Graph API dataset: its bulk
+#: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). FLeW reads its bulk dataset by default. SciNCL has no Graph API dataset: its bulk
 #: dataset is new (the S2ORC citation graph as an edge list, read by ``sdr graph embed``).
 BULK_ROUTE: dict[str, tuple[str | None, str]] = {
     "flew": ("s2ag_citations_flew", "s2ag_bulk_flew"),

@@ -172,6 +172,8 @@ def chapter_inputs(run) -> SimpleNamespace:
                            replica=lambda folder: s2_api.write_citation_pages(parts()[0], folder),
                            replica_source=f"Semantic Scholar citation pages of the training part of the {replica_of}, "
                                           "written by the real fetcher from a synthetic Graph API")
+    if citations.real and citations.name == "s2ag_bulk_flew":  # CHAPTER_DATA's route at paper (sdr.datasets.BULK_ROUTE)
+        run.branch("citation graph read from the bulk route (s2ag_bulk_flew)")
     csabstruct = data.input("csabstruct", role="training",
                             replica=lambda folder: write_csabstruct(parts()[0], folder, seed=p.seed),
                             replica_source=f"CSAbstruct replica of the training part of the {replica_of}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from sdr.fetchers.bulk import bulk_fetch_work
 from sdr.plan import CostPlan, Part, Work
 
 __all__ = ["PARTS", "REQUIRES", "DRY_RUN_BRANCHES", "check_parts", "cost_plan", "t4_words", "paper_sizes"]
@@ -41,7 +42,7 @@ PARTS = {
         "main", "FLeW Tables 1-2, the FLeW row, and Table 3's w/ Textual rows, by the book's recipe (the S2 graph "
                 "fetched around the released query list, triplets re-sampled in its facet subgraphs, the CSAbstruct "
                 "splitter, weights tuned on validation data)",
-        headline=True, t4=("≈ 31 T4 h: 3 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 543 "
+        headline=True, t4=("≈ 31 T4 h: 3 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 431 "
                            "CPU/network h)")),
     "published": Part(
         "published", "FLeW Tables 1-3, the FLeW and w/ Textual rows, by the published recipe: the released triplets "
@@ -62,6 +63,7 @@ REQUIRES = {"published": ("main",), "ablations": ("main",), "seeds": ("main",)}
 #: The branches of the ``paper`` path the paper dry run must take (:meth:`sdr.book.ChapterRun.branch`; the dry run
 #: fails on a missing one).
 DRY_RUN_BRANCHES = (
+    "citation graph read from the bulk route (s2ag_bulk_flew)",
     "released checks asserted",
     "released FLeW checkpoints read as three facet encoders",
     "FLeW bands unscaled (k⁻hard 4000)",
@@ -119,13 +121,10 @@ GRAPH_EDGES_PER_QUERY_ESTIMATE = 100
 #: The sequential CSAbstruct classifier splits 247 abstracts per CPU second on this machine (600 CSAbstruct train
 #: abstracts in 2.43 s of CPU, sentence segmentation included; measured for this plan).
 SPLITTER_ABSTRACTS_PER_CPU_S = 247.0
-#: The Semantic Scholar fetch (sdr.fetchers.semantic_scholar at its default 1 request a second with a key): per
-#: anchor its references and citations pages, /paper/batch in 500s to resolve corpus ids and for the texts; a page
-#: of links with contexts is ~25 KB (an estimate). The references of references (one request per cited paper) are
-#: not counted: their number is known after the first pass (issue 36's bulk route avoids them).
+#: Requests a second of the fetches by request (the Hugging Face Hub files here; the Graph API's 1 a second with a
+#: key). FLeW's citation graph comes through the bulk route (sdr.fetchers.bulk.bulk_plan: shards streamed and
+#: filtered), not a Graph API crawl of its 216 K anchors and their second hop (weeks at 1 request a second).
 S2_REQUESTS_PER_S = 1.0
-S2_PAGE_BYTES_ESTIMATE = 25_000
-S2_BATCH = 500
 #: Downloads: the released triplets (the registry's 170 MB), each split-abstract file (the registry says 1.6-4.5 GB
 #: a file: 3 GB is an estimate), a BERT-base checkpoint (~440 MB of weights).
 TRIPLETS_BYTES = 170 * 2**20
@@ -254,12 +253,8 @@ def cost_plan(p) -> CostPlan:
     # -- main: data, splitter, graph, sampling, three facet encoders, every system on the benchmarks
     work.append(Work("main", "FLeW's released triplets (flew_triplets)", "fetch", download_bytes=TRIPLETS_BYTES,
                      requests=3, requests_per_s=S2_REQUESTS_PER_S, how="three CSV files from the Hugging Face Hub"))
-    pages = 2 * queries
-    work.append(Work("main", "S2 Graph API pages around the query list (s2ag_citations_flew)", "fetch",
-                     download_bytes=pages * S2_PAGE_BYTES_ESTIMATE,
-                     requests=pages + 2 * math.ceil(queries / S2_BATCH), requests_per_s=S2_REQUESTS_PER_S,
-                     how="2 pages an anchor and /paper/batch in 500s at 1 request/s (a lower bound: the references "
-                         "of references, one request each, come on top; ~25 KB a page is an estimate)"))
+    # the graph through the bulk route (CHAPTER_DATA: s2ag_bulk_flew), not the Graph API crawl of weeks
+    work.append(bulk_fetch_work("s2ag_bulk_flew", "main"))
     split_papers = sum(sizes["papers"].values()) * share
     work.append(Work("main", "the splitter on every triplet paper of each facet", "text",
                      hours=split_papers / SPLITTER_ABSTRACTS_PER_CPU_S / 3600,
