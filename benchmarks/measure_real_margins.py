@@ -1,4 +1,5 @@
-"""The seed spread behind the `real` profile's margins of FLeW and CoSaEmb (issues 30.5 and 37.6).
+"""The seed spread behind the `real` profile's margins of FLeW, CoSaEmb, SPECTER, SciNCL and SciAspect (issues 30.5
+and 37.6).
 
 Runs each chapter at `real` (profiles.yml, nothing else overridden) with ``seed`` 0..N-1 (the whole run follows the
 seed: replica corpus, split, sampling, batch order, training) and prints, per seed, what the chapter's checks with
@@ -10,10 +11,12 @@ teeth read:
 * CoSaEmb (``heldout_gain_margin``): how far the graded (1, 2, 3) run's held-out loss lies below the untrained
   encoder's, in percent ("distance_order"); (``probe_loss_ratio``) each run's probe loss at the end as a share of
   its start ("training").
+* SPECTER and SciNCL (``min_loss_drop``), SciAspect (``min_probe_loss_drop``): each training run's probe-loss drop
+  (the results store's "loss checks").
 
 The margins in profiles.yml are set from this output (benchmarks/results/real_margins.txt). Run it with
 ``SDR_DATA`` unset, as ``make book`` runs on the embedded default: CoSaEmb's check applies to the replicas of one
-synthetic corpus only. Usage: ``python benchmarks/measure_real_margins.py [--seeds 4] [--chapters flew cosaemb]``.
+synthetic corpus only. Usage: ``python benchmarks/measure_real_margins.py [--seeds 4] [--chapters flew cosaemb specter scincl sciaspect]``.
 """
 
 from __future__ import annotations
@@ -75,7 +78,16 @@ def cosaemb_reading(record: dict) -> dict:
     return reading
 
 
-READERS = {"flew": flew_reading, "cosaemb": cosaemb_reading}
+def loss_checks_reading(record: dict) -> dict:
+    """Each training run's probe-loss drop, before minus after training, as its check read it (the results store's
+    "loss checks" table, :meth:`sdr.book.ChapterRun.record_loss_check`): SPECTER's and SciNCL's ``min_loss_drop``,
+    SciAspect's ``min_probe_loss_drop`` (its SPECTERCL run; the others shown)."""
+    checks = table(record, "loss checks")  # indexed by the run's name
+    return {f"probe drop {k}": float(v) for k, v in checks["drop"].items()}
+
+
+READERS = {"flew": flew_reading, "cosaemb": cosaemb_reading, "specter": loss_checks_reading,
+           "scincl": loss_checks_reading, "sciaspect": loss_checks_reading}
 
 
 def main() -> int:
@@ -97,8 +109,9 @@ def main() -> int:
                 print(f"{chapter} {name}: min {min(values):.4f} max {max(values):.4f} spread (max - min) "
                       f"{max(values) - min(values):.4f} mean {statistics.mean(values):.4f} sd "
                       f"{statistics.stdev(values):.4f}")
-            best = [max(v for k, v in readings[s].items() if not k.startswith("probe")) for s in readings]
-            print(f"{chapter} largest held-out gain per seed: {[round(b, 4) for b in best]}")
+            gains = [[v for k, v in readings[s].items() if not k.startswith("probe")] for s in readings]
+            if all(gains):
+                print(f"{chapter} largest held-out gain per seed: {[round(max(g), 4) for g in gains]}")
     return 0
 
 

@@ -1185,8 +1185,9 @@ def test_the_loss_check_needs_a_drop_above_the_measured_seed_spread():
         return SimpleNamespace(fits={"FLeW-bg": fit})
 
     run = ChapterRun.__new__(ChapterRun)
-    run.p = SimpleNamespace(loss_margin=margin)
+    run.p, run.loss_checks = SimpleNamespace(loss_margin=margin), {}
     assert len(flew.expect_trained(run, training(0.23))) == 1
+    assert run.loss_checks["FLeW-bg"]["drop"] == pytest.approx(0.23) and run.loss_checks["FLeW-bg"]["margin"] == 0.1
     for drop in (0.05, -0.3):
         with pytest.raises(ChapterCheckFailed, match="training did not lower the loss by more than 0.1"):
             flew.expect_trained(run, training(drop))

@@ -25,7 +25,10 @@ def thesis_rows(table: str) -> set[str]:
 
 
 def fake_run(profile: str = "smoke", **parameters) -> SimpleNamespace:
-    return SimpleNamespace(profile=profile, chapter="sciaspect", p=SimpleNamespace(**parameters))
+    run = SimpleNamespace(profile=profile, chapter="sciaspect", p=SimpleNamespace(**parameters), loss_checks={})
+    run.record_loss_check = lambda name, before, after, margin: run.loss_checks.__setitem__(
+        name, {"drop": before - after, "margin": margin})
+    return run
 
 
 #: The model and budget parameters the pairing rule reads, at smoke.
@@ -112,6 +115,9 @@ def test_the_probe_loss_check_has_teeth(monkeypatch):
     # SPECTERCL's drop beyond the margin; the aspect models' drops go either way at smoke: shown, not checked
     learnt = SimpleNamespace(losses=losses({cl: (1.3, 1.1), aspect: (1.9, 2.0), hybrid: (1.5, 1.4), l2: (1.7, 1.8)}))
     assert sa.expect_lower_probe_loss(smoke, learnt) is True
+    # every run's drop is kept for the results store, with the margin of the one checked (the others: None, shown)
+    assert smoke.loss_checks["Table 6.3: 1 positive, 5 negatives"] == {"drop": pytest.approx(0.2), "margin": 0.005}
+    assert smoke.loss_checks[": ".join(aspect)]["margin"] is None and len(smoke.loss_checks) == 4
     within_margin = SimpleNamespace(losses=losses({cl: (1.3, 1.297), aspect: (1.9, 1.8), hybrid: (1.5, 1.4),
                                                    l2: (1.7, 1.6)}))
     with pytest.raises(book.ChapterCheckFailed, match="did not lower the held-out loss of SPECTERCL .* by more than 0.005"):

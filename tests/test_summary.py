@@ -167,3 +167,31 @@ def test_trained_rows_are_also_compared_with_the_best_untrained_reading(results_
     assert len(table["p_holm"].dropna()) == 2 and (table["p_holm"].dropna() >= table["p_value"].dropna()).all()
     display = book.headline_display(table.reset_index(), "csabstruct").set_index("system")
     assert display.loc["SPECTER", "Δ vs its untrained encoder [95 % CI]"].endswith("†")
+
+
+def test_every_loss_check_is_stored_with_its_margin(tmp_path, monkeypatch):
+    """The probe losses a check read (before, after, the margin it needed) go into the results store's "loss checks"
+    table, the failing run included, so the seed spread behind a margin can be read from stored runs
+    (benchmarks/measure_real_margins.py)."""
+    import numpy as np
+
+    from sdr.book.results import load_results
+
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path))
+    namespace = {"profile": "smoke", "use_real_data": False, "model_name": "minilm", "model_layers": 2,
+                 "device": "auto", "seed": 0}
+    run = book.ChapterRun("summary", namespace, loads_model=False)
+
+    def fit(name, before, after):
+        return SimpleNamespace(name=name, loss_before=before, loss_after=after,
+                               losses=lambda: {"loss before": before, "loss after": after})
+
+    run.expect_lower_loss([fit("A", 1.0, 0.9)], margin=0.05)
+    with pytest.raises(ChapterCheckFailed, match="B: training did not lower the loss by more than 0.05"):
+        run.expect_lower_loss([fit("B", 1.0, 0.98)], margin=0.05)
+    run.record_loss_check("C", 0.5, 0.6, None)  # shown, not checked
+    run.save({"t": pd.DataFrame({"x": [1]})})
+    checks = load_results("summary", "smoke")[0]["tables"]["loss checks"]
+    assert list(checks.index) == ["A", "B", "C"]
+    assert checks.loc["A", "drop"] == pytest.approx(0.1) and checks.loc["B", "drop"] == pytest.approx(0.02)
+    assert checks.loc["A", "margin"] == 0.05 and np.isnan(checks.loc["C", "margin"]) and checks.loc["C", "drop"] < 0

@@ -96,6 +96,9 @@ class ChapterRun:
     fits: dict[str, Fit] = field(default_factory=dict)
     loads_model: bool = True
     branches: list[str] = field(default_factory=list)
+    # every training run's probe loss a check read (before, after, the margin it needed), stored with the results as
+    # the table "loss checks": benchmarks/measure_real_margins.py reads the drops over seeds from it
+    loss_checks: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self):
         names = notebook_parameters(paths.NOTEBOOKS / f"{self.chapter}.ipynb")
@@ -284,10 +287,19 @@ class ChapterRun:
         table of the losses (raises :class:`ChapterCheckFailed` naming the run otherwise)."""
         fits = list(fits)
         for fit in fits:
+            self.record_loss_check(fit.name, fit.loss_before, fit.loss_after, margin)
+        for fit in fits:
             if not fit.loss_after < fit.loss_before - margin:
                 raise ChapterCheckFailed(f"{fit.name}: training did not lower the loss by more than {margin:g} "
                                          f"({fit.loss_before:.4f} -> {fit.loss_after:.4f})")
         return pd.DataFrame({fit.name: fit.losses() for fit in fits}).T
+
+    def record_loss_check(self, name: str, before: float, after: float, margin: float | None) -> None:
+        """Keep a run's probe loss before and after training and the margin its check needs (None: shown, not
+        checked) for the results store's "loss checks" table."""
+        self.loss_checks[name] = {"loss before": float(before), "loss after": float(after),
+                                  "drop": float(before) - float(after),
+                                  "margin": float("nan") if margin is None else float(margin)}
 
     def expect_gain(self, name: str, gain: float, margin: float, what: str = "over the untrained encoder",
                     applies: bool = True, why_not: str = "", decimals: int = 2) -> bool:
@@ -311,6 +323,8 @@ class ChapterRun:
         """Store the chapter's tables and extra values (:func:`sdr.book.results.save_results`)."""
         sources = list(sources) if sources is not None else [*self.sources, *self.data.model_sources]
         extra = dict(extra or {})
+        if self.loss_checks and "loss checks" not in tables:
+            tables = {**tables, "loss checks": pd.DataFrame(self.loss_checks).T.rename_axis("run")}
         if self.branches:
             extra["branches"] = list(self.branches)
         if self.parts:

@@ -374,6 +374,11 @@ def expect_lower_probe_loss(run, models: Models, always: str = "SPECTERCL") -> b
     losses = models.losses
     drops = (losses["loss before"] - losses["loss after"]).astype(float).rename("probe loss drop")
     display(drops.to_frame().round(4))
+    checked = NAMED_MODELS[always]
+    for key in losses.index:
+        margin = p.min_probe_loss_drop if key == checked else (0.0 if p.check_every_probe_loss else None)
+        name = ": ".join(map(str, key)) if isinstance(key, tuple) else str(key)  # ("Table 6.3", "1 positive, …")
+        run.record_loss_check(name, losses.loc[key, "loss before"], losses.loc[key, "loss after"], margin)
     improved = drops > 0
     print(f"held-out loss lowered in {improved.sum()} of {len(improved)} runs")
     if datasets.dry_run():
