@@ -221,6 +221,18 @@ def test_cuda_graph_shapes_bucket_the_text_count_too():
     assert flat[:17].tolist() == [7] * 9 + [8] * 5 + [9] * 3 and flat[17:].eq(0).all()
 
 
+def test_recomputed_chunks_run_without_cuda_graphs():
+    """The out-of-memory fallback recomputes chunk activations in the backward pass: a CUDA graph replayed inside
+    its own backward is not a path that was measured or tested, so that forward compiles without graphs."""
+    encoder = _encoder("cls")
+    encoder.compile_mode = "reduce-overhead"
+    assert encoder._forward_mode() == "reduce-overhead"
+    encoder.recompute_chunks = True
+    assert encoder._forward_mode() is None
+    with torch.no_grad():  # encoding recomputes nothing
+        assert encoder._forward_mode() == "reduce-overhead"
+
+
 def test_the_encoder_buckets_the_text_count_only_for_cuda_graphs():
     encoder = _encoder("cls")
     encoder.packed, encoder.compile_packed = True, True

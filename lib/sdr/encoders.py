@@ -456,6 +456,15 @@ class Encoder(nn.Module):
         plan's (CUDA graphs on the packed FlashAttention path)."""
         return self.plan.compile_mode if self.compile_mode == "auto" else self.compile_mode
 
+    def _forward_mode(self) -> str | None:
+        """The compile mode of this forward: :attr:`graph_mode`, except while chunk activations are recomputed in
+        the backward pass (the out-of-memory fallback, :attr:`recompute_chunks`), where a CUDA graph would be
+        replayed again inside the backward it belongs to: that rare path runs compiled without graphs, as measured
+        and tested before graphs were the default."""
+        if self.recompute_chunks and torch.is_grad_enabled():
+            return None
+        return self.graph_mode
+
     @property
     def packing(self) -> bool:
         """Whether chunks run padding-free (see :attr:`packed`, :attr:`plan` and :mod:`sdr.packed`)."""
@@ -465,7 +474,7 @@ class Encoder(nn.Module):
                      shape: "PackedShape", attention: str) -> torch.Tensor:
         pooled = pool_packed_stream(self.model, (flat_ids, positions, offsets), shape.seqlens, self.pooling,
                                     compiled=self.compiling, attention=attention, real=shape.real,
-                                    compile_mode=self.graph_mode)
+                                    compile_mode=self._forward_mode())
         return nn.functional.normalize(pooled, dim=-1) if self.normalize else pooled
 
     def chunks(self, lengths: Sequence[int], max_rows: int = 0) -> list[np.ndarray]:
