@@ -106,9 +106,9 @@ def main() -> int:
                       {k: round(v, 4) for k, v in readings[seed].items()}, flush=True)
             for name in readings[0]:
                 values = [readings[s][name] for s in readings]
+                sd = f"{statistics.stdev(values):.4f}" if len(values) > 1 else "n/a (one seed)"
                 print(f"{chapter} {name}: min {min(values):.4f} max {max(values):.4f} spread (max - min) "
-                      f"{max(values) - min(values):.4f} mean {statistics.mean(values):.4f} sd "
-                      f"{statistics.stdev(values):.4f}")
+                      f"{max(values) - min(values):.4f} mean {statistics.mean(values):.4f} sd {sd}")
             gains = [[v for k, v in readings[s].items() if not k.startswith("probe")] for s in readings]
             if all(gains):
                 print(f"{chapter} largest held-out gain per seed: {[round(max(g), 4) for g in gains]}")

@@ -109,6 +109,8 @@ def losses(before_after: dict) -> pd.DataFrame:
 
 
 def test_the_probe_loss_check_has_teeth(monkeypatch):
+    from sdr.book.profiles import chapter_parameters
+
     monkeypatch.delenv(datasets.DRY_RUN_ENV, raising=False)
     cl, aspect, hybrid, l2 = (sa.NAMED_MODELS[n] for n in ("SPECTERCL", "SciAspect", "SciAspectHybrid", "SciAspect(L2)"))
     smoke = fake_run(min_probe_loss_drop=0.005, check_every_probe_loss=False)
@@ -129,6 +131,13 @@ def test_the_probe_loss_check_has_teeth(monkeypatch):
     paper = fake_run("paper", min_probe_loss_drop=0.0, check_every_probe_loss=True)
     with pytest.raises(book.ChapterCheckFailed, match=r"training did not lower the held-out loss for \[\('Table 6.4'"):
         sa.expect_lower_probe_loss(paper, learnt)
+    # real: measured to change sign over seeds, so shown and not checked (check_probe_loss false), drops still kept
+    real = fake_run("real", min_probe_loss_drop=0.0, check_every_probe_loss=False, check_probe_loss=False)
+    assert sa.expect_lower_probe_loss(real, specter_cl_up) is False
+    assert real.loss_checks["Table 6.3: 1 positive, 5 negatives"]["drop"] == pytest.approx(-0.1)
+    assert chapter_parameters("sciaspect", "real")["check_probe_loss"] is False
+    assert chapter_parameters("sciaspect", "smoke").get("check_probe_loss", True) is True  # the default: checked
+    assert chapter_parameters("sciaspect", "paper").get("check_probe_loss", True) is True
     monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")  # a random stand-in, a few steps: reported, not checked
     assert sa.expect_lower_probe_loss(smoke, specter_cl_up) is False
 

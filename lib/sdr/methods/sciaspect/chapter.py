@@ -385,6 +385,11 @@ def expect_lower_probe_loss(run, models: Models, always: str = "SPECTERCL") -> b
         print("check not applied: the paper dry run's random stand-in trains a few steps; the margin was measured at "
               "smoke")
         return False
+    if not getattr(p, "check_probe_loss", True):
+        print(f"check off at this profile (check_probe_loss): {always}'s held-out loss was measured to rise for some "
+              "training seeds at these settings (profiles.yml), so no margin separates learning from seed noise; the "
+              "drops are shown")
+        return False
     key = NAMED_MODELS[always]
     if not drops[key] > p.min_probe_loss_drop:
         raise ChapterCheckFailed(f"training did not lower the held-out loss of {always} {key} by more than "

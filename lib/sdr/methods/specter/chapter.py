@@ -235,7 +235,8 @@ def train_triplet_models(run, runs: Mapping[str, tuple[str, Sequence]], papers, 
 
 def expect_lower_loss(run, fits: Mapping[str, Fit]) -> pd.DataFrame:
     """The check with teeth that training lowered every run's triplet loss on its probe triplets (dropout off) by more
-    than ``min_loss_drop`` (set from the seed spread measured at smoke, profiles.yml; 0 elsewhere: a strict drop);
+    than ``min_loss_drop`` (set from the seed spread measured at smoke and real, profiles.yml; 0 at paper: a strict
+    drop);
     returns the losses. Not applied in the paper dry run, whose tiny random stand-ins train a few steps at the paper's
     learning rate and leave the probe loss where it was (measured: 1.0000 before and after, 4 decimals); a line says
     so. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb, Training."""
