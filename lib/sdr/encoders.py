@@ -110,8 +110,8 @@ class DevicePlan:
     compiled: bool = False
     chunk_tokens: int = 16384
     # torch.compile's mode for the compiled path: "reduce-overhead" replays each bucketed shape as a CUDA graph
-    # (measured on an H200, benchmarks/results/train_gpu_nvidia-h200_graphs.txt: 1,170 vs 916 triplets/s compiled
-    # without graphs, no repeated texts; 1,466 vs 1,008 with repeats); None off that path
+    # (measured on an H200, benchmarks/results/train_gpu_nvidia-h200_graphs.txt: 1,236 vs 942 triplets/s compiled
+    # without graphs, no repeated texts; 1,539 vs 1,111 with repeats); None off that path
     compile_mode: str | None = None
 
     @property
@@ -130,7 +130,7 @@ class DevicePlan:
         where = self.device_name + (f" (sm{self.capability[0]}{self.capability[1]})" if self.capability else "")
         if self.attention == "flash":
             path = "packed chunks, variable-length FlashAttention" + (", torch.compile" if self.compiled else "")
-            if self.compiled and self.compile_mode == "reduce-overhead":
+            if self.compiled and self.compile_mode == GRAPH_MODE:
                 path += " with CUDA graphs"
         elif self.attention == "nested":
             path = "packed chunks, SDPA on nested tensors"

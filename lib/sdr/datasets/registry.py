@@ -637,8 +637,9 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
 #: The bulk route of each chapter whose Graph API crawl takes days: ``{chapter: (Graph API dataset, bulk dataset)}``.
 #: The bulk dataset is written in the Graph API dataset's layout (corpus ids as paper ids), so the switch is one
 #: line in CHAPTER_DATA — the bulk name in place of the Graph API one — and ``ChapterData.input`` with the old name
-#: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). FLeW reads its bulk dataset by default. SciNCL has no Graph API dataset: its bulk
-#: dataset is new (the S2ORC citation graph as an edge list, read by ``sdr graph embed``).
+#: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). FLeW reads its bulk dataset by default. SciNCL
+#: has no Graph API dataset: its bulk dataset is new (the S2ORC citation graph as an edge list, read by
+#: ``sdr graph embed``).
 BULK_ROUTE: dict[str, tuple[str | None, str]] = {
     "flew": ("s2ag_citations_flew", "s2ag_bulk_flew"),
     "sciaspect": ("s2_citations_thesis", "s2ag_bulk_thesis"),

@@ -390,7 +390,7 @@ def expect_lower_probe_loss(run, models: Models, always: str = "SPECTERCL") -> b
               "training seeds at these settings (profiles.yml), so no margin separates learning from seed noise; the "
               "drops are shown")
         return False
-    key = NAMED_MODELS[always]
+    key = checked
     if not drops[key] > p.min_probe_loss_drop:
         raise ChapterCheckFailed(f"training did not lower the held-out loss of {always} {key} by more than "
                                  f"{p.min_probe_loss_drop:g}: {losses.loc[key, 'loss before']:.4f} -> "

@@ -564,9 +564,8 @@ def paper_models(run, inputs, training: specter.TrainingSet, graph: TripletGraph
                  embedded: CitationEmbedding | None = None) -> dict[str, str]:
     """The leaderboard's status map: each released checkpoint's paper row (:func:`released_paper_models`), and by
     the page's one pairing rule (:func:`paper_pairs`) a trained row's (SciNCL Table 1's SciNCL or SPECTER) only where
-    its origin matches the paper's —
-    a SciNCL row sampled on a given embedding of S2ORC's citation graph with SPECTER's queries; rows on SPECTER's
-    triplet graph map to none.
+    its origin matches the paper's — a SciNCL row sampled on a given embedding of S2ORC's citation graph with
+    SPECTER's queries; rows on SPECTER's triplet graph map to none.
 
     Shown in: notebooks/scincl.ipynb, Seeds: the leaderboard models trained again."""
     from sdr.methods.specter.paper import PAPER_ROWS
