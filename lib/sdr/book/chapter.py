@@ -99,6 +99,8 @@ class ChapterRun:
     # every training run's probe loss a check read (before, after, the margin it needed), stored with the results as
     # the table "loss checks": benchmarks/measure_real_margins.py reads the drops over seeds from it
     loss_checks: dict[str, dict] = field(default_factory=dict)
+    # every gain a check with teeth read (the gain, its margin, whether it applied), stored as the table "gain checks"
+    gain_checks: dict[str, dict] = field(default_factory=dict)
 
     def __post_init__(self):
         names = notebook_parameters(paths.NOTEBOOKS / f"{self.chapter}.ipynb")
@@ -309,6 +311,7 @@ class ChapterRun:
         why (``why_not``). ``decimals``: of the gain as printed (3 for scores on a 0-1 scale). Returns whether the
         check ran."""
         shown = f"{gain:+.{decimals}f}"
+        self.gain_checks[name] = {"gain": float(gain), "margin": float(margin), "applied": bool(applies)}
         if not applies:
             print(f"check not applied: {name} {shown} {what}" + (f" ({why_not})" if why_not else ""))
             return False
@@ -325,6 +328,8 @@ class ChapterRun:
         extra = dict(extra or {})
         if self.loss_checks and "loss checks" not in tables:
             tables = {**tables, "loss checks": pd.DataFrame(self.loss_checks).T.rename_axis("run")}
+        if self.gain_checks and "gain checks" not in tables:
+            tables = {**tables, "gain checks": pd.DataFrame(self.gain_checks).T.rename_axis("check")}
         if self.branches:
             extra["branches"] = list(self.branches)
         if self.parts:
