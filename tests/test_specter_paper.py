@@ -130,8 +130,18 @@ def test_scincl_cost_plan_by_hand():
     given = scincl.cost_plan(SimpleNamespace(**{**vars(p), "graph_embedding": "/data/s2orc_graph"}))
     assert not [w for w in given.work if w.what == "BigGraph embedding of SPECTER's triplet graph"]
     read = _line(given, "read the given S2ORC graph embedding (graph_embedding): the training papers' rows")
-    assert read.part == "main" and "/data/s2orc_graph" in read.how
+    assert read.part == "main" and "/data/s2orc_graph" in read.how and "not measured" not in read.how
+    # every id of S2ORC's 52.5 M-node embedding, then the training papers' rows at 64 d (the parameters' dimension)
+    assert read.other_hours() == pytest.approx((52_526_134 * 6.27e-07 + 311_860 * 64 * 4 / 2**30 * 5.48) / 3600)
     assert _line(given, "kNN bands of the main queries").other_hours() == search.other_hours()
+
+
+def test_the_given_embeddings_read_rates_are_the_committed_measurement():
+    raw = (Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "given_embedding.txt").read_text()
+    ids_s, ids = re.search(r"of ([\d,]+) ids ([\d.]+) s \(", raw).group(2, 1)
+    per_gib = re.search(r"\(([\d.]+) s a GiB of rows\)", raw).group(1)
+    assert scincl.GIVEN_EMBEDDING_READ["seconds_per_id"] == pytest.approx(float(ids_s) / int(ids.replace(",", "")))
+    assert scincl.GIVEN_EMBEDDING_READ["seconds_per_gib_of_rows"] == float(per_gib)
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))

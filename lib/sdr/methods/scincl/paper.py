@@ -22,7 +22,7 @@ from sdr.plan import CostPlan, Part, Work, resolve_parts
 from sdr.released import ReleasedCheck
 
 __all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "PBG_SECONDS_PER_EDGE_EPOCH",
-           "FLAT_SEARCH_SECONDS", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES", "write_dry_run_wol",
+           "FLAT_SEARCH_SECONDS", "GIVEN_EMBEDDING_READ", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES", "write_dry_run_wol",
            "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "DRY_RUN_GIVEN_GRAPH", "TABLE2_NOT_RUN", "scincl_deviations"]
 
 # ================================================================================================ parts
@@ -62,6 +62,12 @@ PBG_SECONDS_PER_EDGE_EPOCH = 1.570e-04
 #: Exact (flat) FAISS search, seconds per query × indexed paper × dimension: measured on the same machine
 #: (benchmarks/results/graph_scale.txt: 100 queries over 1,000,000 × 768 in 66.0 s).
 FLAT_SEARCH_SECONDS = 8.592e-10
+#: Reading a given graph embedding (``graph_embedding``; benchmarks/results/given_embedding.txt, the same machine):
+#: seconds an id of ``ids.txt`` (:func:`sdr.graph.given.read_given_embedding`, 10 M ids in 6.27 s) and seconds a GiB
+#: of the training papers' rows (``restrict``, 312,436 rows of 768 d in 4.90 s, page cache warm: a cold disk adds its
+#: read time); the given embedding's size is taken as S2ORC's graph (SciNCL Table 4: 52,526,134 nodes).
+GIVEN_EMBEDDING_READ = {"seconds_per_id": 6.27e-07, "seconds_per_gib_of_rows": 5.48}
+GIVEN_EMBEDDING_NODES = 52_526_134
 
 
 def _graph(part: str, what: str, edges: int, nodes: int, p, how_nodes: str) -> Work:
@@ -70,6 +76,20 @@ def _graph(part: str, what: str, edges: int, nodes: int, p, how_nodes: str) -> W
                 how=f"≤ {edges:,} edges ({how_nodes}: {nodes:,} nodes) × {p.graph_epochs} epochs at "
                     f"{p.graph_dimension} d: {PBG_SECONDS_PER_EDGE_EPOCH:.3g} s an edge-epoch at 768 d, one worker "
                     "(measured on this book's 2-core CPU, benchmarks/results/graph_scale.txt)")
+
+
+def _given_embedding_read(given: str, rows: int, dimension: int) -> Work:
+    """Reading ``graph_embedding``: every id of an embedding of S2ORC's size, then ≤ ``rows`` memory-mapped rows."""
+    row_gib = rows * dimension * 4 / 2**30
+    seconds = (GIVEN_EMBEDDING_NODES * GIVEN_EMBEDDING_READ["seconds_per_id"]
+               + row_gib * GIVEN_EMBEDDING_READ["seconds_per_gib_of_rows"])
+    return Work("main", "read the given S2ORC graph embedding (graph_embedding): the training papers' rows", "graph",
+                hours=seconds / 3600, hours_on="CPU",
+                how=f"{GIVEN_EMBEDDING_NODES:,} ids × {GIVEN_EMBEDDING_READ['seconds_per_id'] * 1e6:.3g} µs and ≤ "
+                    f"{rows:,} memory-mapped rows of {given} ({row_gib:.2f} GiB at {dimension} d) × "
+                    f"{GIVEN_EMBEDDING_READ['seconds_per_gib_of_rows']:.3g} s a GiB (measured on this book's 2-core "
+                    "CPU, page cache warm, benchmarks/results/given_embedding.txt; the embedding itself is made "
+                    "beforehand by `sdr graph embed`, README: The citation graph at scale)")
 
 
 def _search(part: str, what: str, queries: int, nodes: int, dimension: int, runs: int = 1) -> Work:
@@ -121,10 +141,7 @@ def cost_plan(p) -> CostPlan:
     band_check = queries if not p.band_check_queries else min(p.band_check_queries, queries)
     given = getattr(p, "graph_embedding", "")
     # with a given embedding of S2ORC's graph nothing is embedded here: its rows of the training papers are read
-    graph_work = (Work("main", "read the given S2ORC graph embedding (graph_embedding): the training papers' rows",
-                       "graph", hours=0.0, hours_on="CPU",
-                       how=f"ids file and ≤ {nodes:,} memory-mapped rows of {given} (not measured; the embedding "
-                           "itself is made beforehand by `sdr graph embed`, README: The citation graph at scale)")
+    graph_work = (_given_embedding_read(given, nodes, d)
                   if given else
                   _graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p,
                          node_words))
