@@ -639,8 +639,9 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
                    "s2orc_specter"),
     # scidocs_specter_embeddings: the released part's check of SciDocs' shipped SPECTER embeddings (after scidocs)
     "specter": ("scirepeval_cite_prediction", "scidocs", "scidocs_specter_embeddings", "csfcube"),
-    # mdcr: the released malteos/scincl's check (thesis Table 6.9); specter_wol: Table 1's w/o-leakage graph
-    "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol"),
+    # mdcr: the released malteos/scincl's check (thesis Table 6.9); specter_wol: Table 1's w/o-leakage graph, and
+    # s2ag_bulk_wol_texts (after it: its fetch reads the triples' ids) the texts its training reads
+    "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol", "s2ag_bulk_wol_texts"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
