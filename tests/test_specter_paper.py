@@ -544,3 +544,20 @@ def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
     assert any("w/o-leakage SciNCL row is trained on SciNCL's bands sampled on the given S2ORC embedding's rows" in line
                for line in given)
     assert not any("so the pairing rule shows it apart" in line for line in given)
+
+
+def test_the_findings_say_what_the_rule_made_of_the_wol_row():
+    from sdr.methods.scincl.chapter import _wol_finding
+
+    scores = pd.DataFrame({"avg": [80.5], "avg w/o REC": [84.0]}, index=[scincl.WOL_ROW])
+    part = scincl.WithoutLeakage(True, scores=scores, dropped={"triplets": 150, "dropped": 2, "papers without text": 2})
+    apart = pd.DataFrame([{"ours": scincl.WOL_ROW, "the paper's row": scincl.WOL_PAPER_ROW,
+                           "shown apart because": "data: ours 'x', the paper's 'y'"}])
+    line = _wol_finding(part, pd.DataFrame(), apart)
+    assert line == (f"- {scincl.WOL_ROW}: SciDocs avg 80.50 (avg w/o REC 84.00), trained on 148 triplets (2 dropped "
+                    "for lacking a text); shown apart from SciNCL (random S2ORC w/o leakage) (data: ours 'x', the "
+                    "paper's 'y').")
+    paired = pd.DataFrame([{"ours": scincl.WOL_ROW, "the paper's row": "SciNCL (random S2ORC w/o leakage) (SciNCL, "
+                            "Table 1)", "avg difference": 80.5 - 81.1}])
+    assert _wol_finding(part, paired, apart.iloc[:0]).endswith("paired with SciNCL (random S2ORC w/o leakage) "
+                                                               "(SciNCL, Table 1): -0.60 on the average.")

@@ -678,8 +678,9 @@ def store(run, training: specter.TrainingSet, embedded: CitationEmbedding, sets:
 
 
 def findings(run, inputs, training: specter.TrainingSet, sets: TrainingSets, ours: pd.DataFrame, gain: Gains,
-             pairs, table2, seeds) -> str:
-    """What to take from this run, each line computed from its numbers (the paper's from the paper tables).
+             pairs, table2, seeds, without_leakage=None) -> str:
+    """What to take from this run, each line computed from its numbers (the paper's from the paper tables); with a
+    trained ``without_leakage`` part, its row's SciDocs average and what the pairing rule made of it.
 
     Shown in: notebooks/scincl.ipynb, What to take from this chapter."""
     p = run.p
@@ -704,4 +705,21 @@ def findings(run, inputs, training: specter.TrainingSet, sets: TrainingSets, our
     lines += specter.findings(seeds, inputs, p.csfcube_max_length, p.seed)
     lines += [f"- {name}: SciDocs avg {ours.loc[f'{name} (released checkpoint)', 'avg']:.2f}."
               for name in p.released_checkpoints]
+    if without_leakage is not None and without_leakage.trained:
+        lines.append(_wol_finding(without_leakage, paired, apart))
     return "\n".join(lines)
+
+
+def _wol_finding(without_leakage, paired: pd.DataFrame, apart: pd.DataFrame) -> str:
+    from sdr.methods.scincl.without_leakage import WOL_ROW
+
+    row = without_leakage.scores.loc[WOL_ROW]
+    kept = without_leakage.dropped["triplets"] - without_leakage.dropped["dropped"]
+    line = (f"- {WOL_ROW}: SciDocs avg {row['avg']:.2f} (avg w/o REC {row['avg w/o REC']:.2f}), trained on {kept:,} "
+            f"triplets ({without_leakage.dropped['dropped']:,} dropped for lacking a text)")
+    if len(paired) and WOL_ROW in set(paired["ours"]):
+        pair = paired.set_index("ours").loc[WOL_ROW]
+        paper_row = pair["the paper's row"]
+        return f"{line}; paired with {paper_row}: {pair['avg difference']:+.2f} on the average."
+    reason = apart.set_index("ours").loc[WOL_ROW, "shown apart because"]
+    return f"{line}; shown apart from {WOL_PAPER_ROW} ({reason})."
