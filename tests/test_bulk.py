@@ -175,3 +175,48 @@ def test_the_registry_states_each_bulk_size_as_the_plan_computes_it():
         plan = bulk.bulk_plan(name)
         assert datasets.get(name).size.startswith(f"≈ {plan['bytes'] / 1e12:.2f} TB streamed"), name
         assert datasets.get(name).fetcher == "bulk" and datasets.get(name).expected
+
+
+# ---------------------------------------------------------------------------------------------- the texts route
+def test_the_texts_route_keeps_only_the_triples_papers_and_lists_the_missing(tmp_path, corpus, monkeypatch):
+    """s2ag_bulk_wol_texts: the ids come from the specter_wol triples file (every column, a header skipped); the
+    papers and abstracts shards are filtered to them; an id the release lacks goes to missing.jsonl, counted."""
+    from sdr.methods.scincl.without_leakage import read_wol_texts
+
+    ids = corpus_ids(corpus)
+    chosen = [ids[pid] for pid in sorted(corpus.papers)[:12]]
+    absent = 999_999_999  # no paper of the release has it
+    wol = tmp_path / "specter_wol"
+    wol.mkdir()
+    rows = [(chosen[i], chosen[i + 1], chosen[i + 2]) for i in range(0, 9, 3)] + [(chosen[9], absent, chosen[10])]
+    (wol / "specter-wol__train_triples.csv").write_text(
+        "query_paper_id,positive_id,negative_id\n" + "".join(f"{q},{p},{n}\n" for q, p, n in rows))
+    monkeypatch.setattr(datasets, "resolve", lambda name: {"specter_wol": wol}[name])
+    assert bulk.text_ids_for(datasets.get("s2ag_bulk_wol_texts")) == [*chosen[:10], absent, chosen[10]]
+    folder = tmp_path / "texts"
+    _, datasets_api, _, client = services(corpus, drop_after_bytes=512, expire_after_opens=3)
+    bulk.fetch_dataset(datasets.get("s2ag_bulk_wol_texts"), folder, progress=False, client=client,
+                       opener=datasets_api.open, sleep=lambda s: None, memory_limit="512MB")  # ids: text_ids_for
+    records = [json.loads(line) for line in (folder / "papers.jsonl").read_text().splitlines()]
+    wanted = sorted(chosen[:11])
+    assert [int(r["paperId"]) for r in records] == wanted  # the triples' papers, nothing else, in id order
+    by_cid = {cid: pid for pid, cid in ids.items()}
+    assert all(r["title"] == corpus.papers[by_cid[int(r["paperId"])]].title for r in records)
+    assert all(r["abstract"] == (corpus.papers[by_cid[int(r["paperId"])]].abstract or None) for r in records)
+    assert [json.loads(line)["paperId"] for line in (folder / "missing.jsonl").read_text().splitlines()] == [str(absent)]
+    assert (folder / "ids.txt").read_text().split() == [str(i) for i in sorted([*wanted, absent])]
+    state = completion.fetch_state(folder)
+    assert state.complete and state.record["counts"]["missing"] == 1
+    assert state.record["counts"]["papers_found"] == 11 and datasets_api.drops  # the dropped downloads resumed
+    texts = read_wol_texts(folder)
+    assert set(texts.papers) == {str(i) for i in wanted} and texts.asked == 12 and texts.missing == 1
+    assert texts.papers[str(wanted[0])].metadata == {"corpus_id": wanted[0]}
+
+
+def test_the_texts_route_names_a_bad_triples_line(tmp_path, monkeypatch):
+    wol = tmp_path / "specter_wol"
+    wol.mkdir()
+    (wol / "specter-wol__train_triples.csv").write_text("1,2,3\n4,abc,6\n")
+    monkeypatch.setattr(datasets, "resolve", lambda name: wol)
+    with pytest.raises(ValueError, match=r"specter-wol__train_triples.csv:2: expected three S2 corpus ids"):
+        bulk.text_ids_for(datasets.get("s2ag_bulk_wol_texts"))

@@ -252,3 +252,19 @@ def test_the_quick_check_stops_a_wrong_path_or_dimension_before_the_released_mod
     run = SimpleNamespace(p=SimpleNamespace(graph_embedding=str(tmp_path / "typo"), graph_dimension=4))
     with pytest.raises(FileNotFoundError, match="typo: not found"):
         scincl.released_models(run, SimpleNamespace())
+
+
+def test_the_wol_part_reads_the_given_embedding_for_the_triples_papers(tmp_path):
+    """With ``graph_embedding`` the without_leakage part samples on S2ORC's graph: the rows of the triples' papers
+    (corpus ids) found in it, counted; fewer than half found stops the page, as for the main part."""
+    folder = write_folder(tmp_path / "s2orc", info={"config": {"dimension": 4, "comparator": "dot"}})
+    papers = ["101", "307", "640", "999999"]  # the last is not in the embedding
+    embedding, line = scincl.given_wol_embedding(_run(), papers, str(folder))
+    assert embedding.ids == ["101", "307", "640"] and embedding.metric == "ip"
+    np.testing.assert_array_equal(embedding.vectors, VECTORS[[0, 2, 5]])
+    assert line.startswith("w/o leakage: 3 of the 4 papers of SciNCL's released triples found in the given S2ORC "
+                           "embedding (6 nodes); the other 1 are not in the FAISS index")
+    with pytest.raises(ChapterCheckFailed, match="need at least 50%"):
+        scincl.given_wol_embedding(_run(), ["101", "1", "2", "3"], str(folder))
+    with pytest.raises(ChapterCheckFailed, match="comparator"):
+        scincl.given_wol_embedding(_run(comparator="cos"), papers, str(folder))

@@ -134,6 +134,18 @@ def test_scincl_cost_plan_by_hand():
     # every id of S2ORC's 52.5 M-node embedding, then the training papers' rows at 64 d (the parameters' dimension)
     assert read.other_hours() == pytest.approx((52_526_134 * 6.27e-07 + 311_860 * 64 * 4 / 2**30 * 5.48) / 3600)
     assert _line(given, "kNN bands of the main queries").other_hours() == search.other_hours()
+    assert _line(given, "read the given S2ORC graph embedding (graph_embedding): the w/o-leakage papers' rows").part \
+        == "without_leakage"
+    # the w/o-leakage part: the texts' bulk fetch, one training of 5 triplets a query, SciDocs and CSFCube
+    from sdr.fetchers.bulk import bulk_plan
+
+    fetch = _line(cost, "s2ag_bulk_wol_texts: Semantic Scholar bulk datasets, filtered with DuckDB")
+    assert fetch.part == "without_leakage" and fetch.download_bytes == bulk_plan("s2ag_bulk_wol_texts")["bytes"]
+    assert fetch.other_hours() == pytest.approx(bulk_plan("s2ag_bulk_wol_texts")["hours"])
+    train = _line(cost, "train SciNCL on the w/o-leakage triplets with texts")
+    assert train.examples == 50 and train.runs == 1 and train.part == "without_leakage"
+    assert _line(cost, "SciDocs: the w/o-leakage SciNCL").runs == 1
+    assert _line(cost, "CSFCube: the w/o-leakage SciNCL").runs == 1  # csfcube_models names SciNCL
 
 
 def test_the_given_embeddings_read_rates_are_the_committed_measurement():
@@ -420,6 +432,77 @@ def test_scincl_rows_on_the_triplet_graph_are_never_paired_with_the_papers_scinc
     assert scincl.paper_models(run, inputs, training, graph, names, on_s2orc) == {**released, names["SciNCL"]: "SciNCL"}
 
 
+def test_the_wol_row_is_set_beside_table_1s_wol_row_only_and_only_by_the_rule():
+    """The without_leakage part's trained row: its candidate is SciNCL Table 1's w/o-leakage row (81.1), never the
+    with-leakage row (81.8); on the released triples' own graph it stands apart with the graph as the reason, on
+    S2ORC's graph with every query it pairs; planted: the with-leakage queries on S2ORC's graph stay apart."""
+    p = SimpleNamespace(recommendations=True, model_name="allenai/scibert_scivocab_uncased", model_layers=0,
+                        released_checkpoints=[])
+    run, inputs = SimpleNamespace(p=p), SimpleNamespace(scidocs=SimpleNamespace(real=True))
+    names = {"SciNCL": "SciNCL sampling on SPECTER's triplet graph (with leakage)",
+             "SPECTER sampling": "SPECTER sampling on SPECTER's triplet graph (with leakage)"}
+    ours = pd.DataFrame({c: [60.0, 81.0, 79.0] for c in specter.METRIC_COLUMNS},
+                        index=["untrained encoder", *names.values()])
+    training, graph = SimpleNamespace(with_leakage=True), SimpleNamespace(label="SPECTER's triplet graph")
+
+    def part(origin):
+        scores = pd.DataFrame({c: [80.5] for c in specter.METRIC_COLUMNS}, index=[scincl.WOL_ROW])
+        return scincl.WithoutLeakage(True, scores=scores, origins={scincl.WOL_ROW: origin})
+
+    paired, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names, None,
+                                       part(scincl.wol_origin(scincl.WOL_GRAPH, 100, 100)))
+    assert scincl.WOL_ROW not in set(paired["ours"])
+    row = apart.set_index("ours").loc[scincl.WOL_ROW]
+    assert row["the paper's row"] == "SciNCL (random S2ORC w/o leakage)"
+    assert scincl.WOL_GRAPH in row["shown apart because"] and "S2ORC's citation graph" in row["shown apart because"]
+    paired, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names, None,
+                                       part(scincl.wol_origin(scincl.S2ORC_GRAPH, 100, 100)))
+    pair = paired.set_index("ours").loc[scincl.WOL_ROW]
+    assert pair["the paper's row"].startswith("SciNCL (random S2ORC w/o leakage) (SciNCL, Table 1")
+    assert pair["avg (paper)"] == 81.1 and pair["avg difference"] == pytest.approx(80.5 - 81.1)
+    assert scincl.WOL_ROW not in set(apart["ours"])
+    # a share of the queries is other data: apart; and the with-leakage queries never reach the w/o-leakage row
+    _, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names, None,
+                                  part(scincl.wol_origin(scincl.S2ORC_GRAPH, 10, 100)))
+    assert "10 of their 100 query papers" in apart.set_index("ours").loc[scincl.WOL_ROW, "shown apart because"]
+    planted = part(f"SciNCL's kNN bands on {scincl.S2ORC_GRAPH}, SPECTER's queries")
+    paired, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names, None, planted)
+    assert scincl.WOL_ROW in set(apart["ours"]) and not paired["the paper's row"].str.startswith("SciNCL (").any()
+    # a part that did not train adds no row
+    paired, apart = scincl.paper_pairs(run, inputs, training, graph, ours, names, None,
+                                       scincl.WithoutLeakage(False, note="not run (parts)"))
+    assert scincl.WOL_ROW not in {*paired.get("ours", []), *apart["ours"]}
+
+
+def test_wol_triplets_lacking_a_text_are_dropped_and_counted():
+    from sdr.samplers.examples import Triplet
+
+    texts = {pid: object() for pid in ("1", "2", "3", "4")}
+    triplets = [Triplet(q, p, n, "hard") for q, p, n in (("1", "2", "3"), ("1", "2", "9"), ("4", "8", "9"), ("4", "1", "2"))]
+    kept, dropped = scincl.triplets_with_texts(triplets, texts)
+    assert kept == [triplets[0], triplets[3]]
+    assert dropped == {"triplets": 4, "dropped": 2, "papers without text": 2}  # 8 and 9
+    assert scincl.triplets_with_texts(triplets[:1], texts)[1]["dropped"] == 0
+
+
+def test_the_dry_run_wol_texts_cover_the_triples_but_a_few(tmp_path):
+    """The dry run's Datasets API holds texts for the w/o-leakage fixture's ids, the fixture corpus' papers with
+    their own texts, and lacks a few (every WOL_FIXTURE_TEXTLESS_EVERY-th new id): the part's drop count runs."""
+    from sdr import dryrun
+
+    fixture = dryrun.FixtureCorpus()
+    scincl.write_dry_run_wol(tmp_path / "specter_wol", fixture)
+    scincl.write_dry_run_wol_texts(tmp_path / "s2ag_bulk_wol_texts", fixture)
+    texts = scincl.read_wol_texts(tmp_path / "s2ag_bulk_wol_texts")
+    ids = {pid for triple in scincl.read_wol_triples(tmp_path / "specter_wol" / scincl.WOL_FILE) for pid in triple}
+    assert texts.asked == len(ids) == scincl.paper.WOL_FIXTURE_PAPERS
+    assert set(texts.papers) < ids and texts.missing == len(ids) - len(texts.papers) > 0
+    assert texts.without_abstract > 0
+    known = {str(cid): pid for pid, cid in fixture.corpus_ids.items()}
+    shared = set(texts.papers) & set(known)
+    assert shared and all(texts.papers[c].title == fixture.corpus.papers[known[c]].title for c in shared)
+
+
 # ------------------------------------------------------------------------------------------------- deviations
 def _deviation_run(method, settings=specter.PAPER_SETTINGS, **changes):
     values = {key: value for key, (value, _) in settings.items() if value is not None}
@@ -456,8 +539,9 @@ def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
     assert any("does not state its learning-rate schedule; this run uses the 'linear' schedule" in line for line in lines)
     assert any("papers that occur only as negatives are left out" in line for line in lines)
     assert any(line.startswith("`index_every_paper` = False; the paper: True") for line in lines)
-    assert any("Init. rows" in line for line in lines) and any("w/o-leakage rows are not trained" in line
+    assert any("Init. rows" in line for line in lines) and any("w/o-leakage SPECTER row is not trained" in line
                                                                for line in lines)
+    assert any("not on S2ORC's citation graph, so the pairing rule shows it apart" in line for line in lines)
     assert set(scincl.TABLE2_NOT_RUN) == {row for row in book.read_paper_table("scincl_table2")["model"]
                                           if row.startswith("Init.")}
     assert any("the one inside SPECTER's training triplets" in line for line in lines)
@@ -467,3 +551,23 @@ def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
     assert any("given embedding of S2ORC's citation graph (`graph_embedding`: /data/s2orc_graph)" in line
                for line in given)
     assert not any("the one inside SPECTER's training triplets" in line for line in given)
+    assert any("w/o-leakage SciNCL row is trained on SciNCL's bands sampled on the given S2ORC embedding's rows" in line
+               for line in given)
+    assert not any("so the pairing rule shows it apart" in line for line in given)
+
+
+def test_the_findings_say_what_the_rule_made_of_the_wol_row():
+    from sdr.methods.scincl.chapter import _wol_finding
+
+    scores = pd.DataFrame({"avg": [80.5], "avg w/o REC": [84.0]}, index=[scincl.WOL_ROW])
+    part = scincl.WithoutLeakage(True, scores=scores, dropped={"triplets": 150, "dropped": 2, "papers without text": 2})
+    apart = pd.DataFrame([{"ours": scincl.WOL_ROW, "the paper's row": scincl.WOL_PAPER_ROW,
+                           "shown apart because": "data: ours 'x', the paper's 'y'"}])
+    line = _wol_finding(part, pd.DataFrame(), apart)
+    assert line == (f"- {scincl.WOL_ROW}: SciDocs avg 80.50 (avg w/o REC 84.00), trained on 148 triplets (2 dropped "
+                    "for lacking a text); shown apart from SciNCL (random S2ORC w/o leakage) (data: ours 'x', the "
+                    "paper's 'y').")
+    paired = pd.DataFrame([{"ours": scincl.WOL_ROW, "the paper's row": "SciNCL (random S2ORC w/o leakage) (SciNCL, "
+                            "Table 1)", "avg difference": 80.5 - 81.1}])
+    assert _wol_finding(part, paired, apart.iloc[:0]).endswith("paired with SciNCL (random S2ORC w/o leakage) "
+                                                               "(SciNCL, Table 1): -0.60 on the average.")

@@ -348,6 +348,8 @@ WRITERS = {
     "s2ag_bulk_flew": write_s2ag_bulk_flew,
     "s2ag_bulk_thesis": write_s2ag_bulk_thesis,
     "s2orc_citation_graph": write_s2orc_citation_graph,
+    # SciNCL's w/o-leakage texts through the bulk route (after specter_wol, whose ids it filters to)
+    "s2ag_bulk_wol_texts": _method_writer("scincl", "write_dry_run_wol_texts"),
 }
 """How the mirror gets each dataset a ``paper`` chapter reads (``REAL_FROM_MIRROR`` ones are linked when
 ``$SDR_DATA`` has them)."""

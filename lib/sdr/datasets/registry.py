@@ -561,6 +561,25 @@ S2ORC_CITATION_GRAPH = Dataset(
     size="≈ 0.56 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
 )
 
+# The texts of SciNCL's w/o-leakage triples (issue 37): the triples name 680,967 papers by corpus id only (A.4); their
+# titles and abstracts come from the bulk papers and abstracts datasets filtered to those ids (no Graph API dataset:
+# at 500 ids a /paper/batch request it would be 1,362 requests, but the bulk route keeps one release for all).
+S2AG_BULK_WOL_TEXTS = Dataset(
+    name="s2ag_bulk_wol_texts",
+    folder="s2ag_bulk_wol_texts",
+    description="Titles and abstracts of every paper of SciNCL's released w/o-leakage triples (specter_wol: query, "
+                "positive and negative corpus ids), from the S2AG bulk datasets papers / abstracts of one release, "
+                "filtered to those ids; the ids the release lacks are listed in missing.jsonl",
+    licence="ODC-BY 1.0 (Semantic Scholar Academic Graph datasets)",
+    source="Semantic Scholar Datasets API /release/{id}/dataset/{papers,abstracts} (pre-signed shard links)",
+    manual="`sdr data fetch s2ag_bulk_wol_texts` with S2_API_KEY set (reads the corpus ids from specter_wol, streams "
+           "the papers and abstracts shards once; resumable per shard)",
+    expected=("papers.jsonl", "missing.jsonl", "ids.txt"),
+    label="S2AG bulk titles and abstracts (SciNCL's w/o-leakage papers)",
+    fetcher="bulk",
+    size="≈ 0.15 TB streamed (estimate, sdr.fetchers.bulk.bulk_plan)",
+)
+
 _LABELS = {
     "csfcube": "CSFCube (iesl/CSFCube @ 7ffe012)",
     "csabstruct": "CSAbstruct (allenai/sequential_sentence_classification)",
@@ -591,6 +610,7 @@ DATASETS: dict[str, Dataset] = {
         SCIREPEVAL_CITE_PREDICTION, SPECTER_WOL, S2_CITATIONS_THESIS, FLEW_TRIPLETS, FLEW_SPLIT_METADATA,
         S2AG_CITATIONS_FLEW,
         S2ORC_SPECTER, S2AG_BULK_FLEW, S2AG_BULK_THESIS, S2ORC_CITATION_GRAPH,
+        S2AG_BULK_WOL_TEXTS,
     )
 }
 
@@ -619,8 +639,9 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
                    "s2orc_specter"),
     # scidocs_specter_embeddings: the released part's check of SciDocs' shipped SPECTER embeddings (after scidocs)
     "specter": ("scirepeval_cite_prediction", "scidocs", "scidocs_specter_embeddings", "csfcube"),
-    # mdcr: the released malteos/scincl's check (thesis Table 6.9); specter_wol: Table 1's w/o-leakage graph
-    "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol"),
+    # mdcr: the released malteos/scincl's check (thesis Table 6.9); specter_wol: Table 1's w/o-leakage graph, and
+    # s2ag_bulk_wol_texts (after it: its fetch reads the triples' ids) the texts its training reads
+    "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol", "s2ag_bulk_wol_texts"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
     "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),

@@ -15,6 +15,11 @@ spill folder) and keeps only what it needs:
   ``citations`` records carry ``contexts``, link-level ``intents`` and ``isinfluential``, not the Graph API's
   ``contextsWithIntent`` (the completion record says so; :func:`sdr.corpus.read_s2_citations` counts such links).
   The thesis' references of references take a second pass over the citations shards. There is no 9,999-link cap.
+* ``s2ag_bulk_wol_texts`` — the titles and abstracts of every paper of SciNCL's released w/o-leakage triples
+  (``specter_wol``: 680,967 corpus ids, A.4), from the ``papers`` and ``abstracts`` datasets filtered to those ids:
+  ``papers.jsonl`` in the Graph API's ``/paper/batch`` layout (``{"paperId": corpus id, "title", "abstract", "year",
+  "externalIds"}``, the layout :func:`sdr.corpus.read_s2_citations` reads), ``missing.jsonl`` (the ids the papers
+  dataset does not hold) and ``ids.txt`` (every id asked for); :func:`text_ids_for` reads the ids.
 * ``s2orc_citation_graph`` — SciNCL's graph: ``edges/citations-<shard>.tsv.gz`` (``citing<TAB>cited`` corpus ids, the
   edges whose two papers are in the node set: the release's ``s2orc`` dataset by default) and
   ``graph_stats.json`` (release, node set, nodes, edges, against SciNCL's Table 4), read by ``sdr graph embed``.
@@ -89,7 +94,12 @@ ROUTES = {
     "s2ag_bulk_thesis": Route("pages", (Pass("citations", "links"), Pass("citations", "second_hop"),
                                         Pass("papers", "papers"), Pass("abstracts", "abstracts")), second_hop=True),
     "s2orc_citation_graph": Route("edges", (Pass("s2orc", "node_ids"), Pass("citations", "edges"))),
+    # the texts of given corpus ids (no citations pass): SciNCL's w/o-leakage triples' papers
+    "s2ag_bulk_wol_texts": Route("texts", (Pass("papers", "papers"), Pass("abstracts", "abstracts"))),
 }
+#: Where a ``texts`` route's ids come from: ``{bulk dataset: (registry dataset, file of query,positive,negative
+#: corpus-id triples)}`` (:func:`text_ids_for`).
+TEXT_IDS = {"s2ag_bulk_wol_texts": ("specter_wol", "specter-wol__train_triples.csv")}
 
 
 def bulk_plan(dataset: str, shard_bytes: dict[str, int] | None = None, bandwidth_mb_s: float = 25.0,
@@ -472,6 +482,10 @@ class BulkFetch:
                 if not anchors:
                     raise ValueError(f"{self.dataset}: no anchor corpus ids to filter the citations to")
                 counts = self._pages(connection, downloader, [int(a) for a in anchors], status, passes)
+            elif self.route.kind == "texts":
+                if not anchors:
+                    raise ValueError(f"{self.dataset}: no corpus ids to filter the papers and abstracts to")
+                counts = self._texts(connection, downloader, [int(a) for a in anchors], status, passes)
             else:
                 counts = self._edges(connection, downloader, status, passes)
         finally:
@@ -487,7 +501,10 @@ class BulkFetch:
                   **{f"{name} bytes": p["bytes"] for name, p in passes.items()},
                   "links_refreshed": downloader.refreshed, "downloads_resumed": downloader.resumed}
         notes = [f"S2AG release {release['release_id']} through the Datasets API; paper ids are S2 corpus ids"]
-        if self.route.kind == "pages":
+        if self.route.kind == "texts":
+            notes.append("titles and abstracts of the given corpus ids (papers and abstracts datasets); the ids the "
+                         "papers dataset lacks are in missing.jsonl, counted as 'missing'")
+        elif self.route.kind == "pages":
             notes.append("the citations dataset gives each link its contexts and link-level intents, not the Graph "
                          "API's contextsWithIntent: per-intent context counts are the link's context count for each "
                          "of its intents (sdr.corpus.read_s2_citations counts such links); no 9,999-link cap")
@@ -524,6 +541,19 @@ class BulkFetch:
                            f"read_parquet('{(self.work / 'abstracts' / '*.parquet').as_posix()}')")
         written = write_pages(connection, self.folder, anchors, self.route.second_hop)
         return {"anchors": n_anchors, "references_of_references": second_hop, **written}
+
+    def _texts(self, connection, downloader, ids: list[int], status, passes) -> dict:
+        """The papers and abstracts passes filtered to ``ids`` (the ``nodes`` table the filters read), then
+        :func:`write_texts`."""
+        asked = _id_table(connection, "nodes", ids)
+        for step in self.route.passes:
+            passes[f"{step.dataset}:{step.purpose}"] = self._pass(connection, downloader, step,
+                                                                  self.work / step.purpose, status)
+        connection.execute(f"CREATE OR REPLACE TABLE papers AS SELECT DISTINCT ON (corpusid) * FROM "
+                           f"read_parquet('{(self.work / 'papers' / '*.parquet').as_posix()}')")
+        connection.execute(f"CREATE OR REPLACE TABLE abstracts AS SELECT DISTINCT ON (corpusid) * FROM "
+                           f"read_parquet('{(self.work / 'abstracts' / '*.parquet').as_posix()}')")
+        return {"ids": asked, **write_texts(connection, self.folder, ids)}
 
     def _edges(self, connection, downloader, status, passes) -> dict:
         ids_dir = self.work / "node_ids"
@@ -591,6 +621,64 @@ def write_pages(connection, folder: Path, anchors: Sequence[int], second_hop: bo
             found += 1
     counts["anchors_in_papers"] = found
     return counts
+
+
+def write_texts(connection, folder: Path, ids: Sequence[int]) -> dict:
+    """``papers.jsonl`` (one ``/paper/batch``-shaped record per id the ``papers`` table holds, in corpus-id order,
+    ``abstract`` null where the ``abstracts`` table has none), ``missing.jsonl`` (the other ids) and ``ids.txt``
+    (every id asked for, distinct, in order), streamed from DuckDB in batches. Returns the counts."""
+    asked = sorted(set(int(i) for i in ids))
+    (folder / "ids.txt").write_text("".join(f"{i}\n" for i in asked), encoding="utf-8")
+    cursor = connection.execute(
+        "SELECT n.id, p.corpusid IS NOT NULL, p.title, p.year, p.externalids, a.abstract FROM nodes n "
+        "LEFT JOIN papers p ON p.corpusid = n.id LEFT JOIN abstracts a ON a.corpusid = n.id ORDER BY n.id")
+    counts = {"papers_found": 0, "with_abstract": 0, "missing": 0}
+    with (folder / "papers.jsonl").open("w", encoding="utf-8") as papers, \
+            (folder / "missing.jsonl").open("w", encoding="utf-8") as missing:
+        while True:
+            rows = cursor.fetchmany(10_000)
+            if not rows:
+                break
+            for corpus_id, found, title, year, external, abstract in rows:
+                if not found:
+                    missing.write(json.dumps({"paperId": str(corpus_id), "kind": "papers",
+                                              "status": "not in the papers dataset"}) + "\n")
+                    counts["missing"] += 1
+                    continue
+                external = json.loads(external) if isinstance(external, str) else (external or {})
+                external = {k: v for k, v in (external or {}).items() if v is not None}
+                external["CorpusId"] = int(corpus_id)
+                papers.write(json.dumps({"paperId": str(corpus_id), "title": title, "abstract": abstract,
+                                         "year": year, "externalIds": external}) + "\n")
+                counts["papers_found"] += 1
+                counts["with_abstract"] += bool(abstract)
+    return counts
+
+
+def text_ids_for(dataset) -> list[int]:
+    """The corpus ids a ``texts`` route filters to (:data:`TEXT_IDS`): every id of the triples file (query,
+    positive and negative), distinct, in order of first appearance. A header row is skipped; a row without three
+    all-digit ids is an error naming the file and the line."""
+    import csv
+
+    from sdr import datasets
+
+    source, name = TEXT_IDS[dataset.name]
+    path = datasets.resolve(source) / name
+    ids: dict[int, None] = {}
+    with path.open(newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.reader(handle), start=1):
+            if not row:
+                continue
+            cells = [cell.strip() for cell in row]
+            if number == 1 and not cells[0].isdigit():
+                continue
+            if len(cells) != 3 or not all(cell.isdigit() for cell in cells):
+                raise ValueError(f"{path}:{number}: expected three S2 corpus ids (query,positive,negative), got {row!r}")
+            ids.update(dict.fromkeys(int(cell) for cell in cells))
+    if not ids:
+        raise ValueError(f"{path}: no triples (expected query,positive,negative corpus-id rows)")
+    return list(ids)
 
 
 def _group_pages(cursor, role: str):
@@ -680,7 +768,8 @@ def anchors_for(dataset) -> list[str]:
 def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client | None = None,
                   opener: Callable[..., Opened] = urllib_opener, anchors: list[str] | None = None,
                   release: str = "latest", memory_limit: str | None = None, sleep=time.sleep) -> Path:
-    """``sdr data fetch s2ag_bulk_flew | s2ag_bulk_thesis | s2orc_citation_graph``. The API key (``S2_API_KEY``) is
+    """``sdr data fetch s2ag_bulk_flew | s2ag_bulk_thesis | s2orc_citation_graph | s2ag_bulk_wol_texts``
+    (``anchors``: for a ``texts`` route, the corpus ids; default :func:`text_ids_for`). The API key (``S2_API_KEY``) is
     required by the Datasets API."""
     if client is None and not os.environ.get("S2_API_KEY"):
         raise ApiError(DATASETS_API, 401, "the Datasets API needs an API key: set S2_API_KEY (ask for one at "
@@ -692,6 +781,8 @@ def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client |
     client = client or Client()
     fetch = BulkFetch(dataset.name, Path(folder), DatasetsApi(client), opener, release, progress, memory_limit, sleep)
     corpus_anchors, unknown = None, []
+    if fetch.route.kind == "texts":
+        corpus_anchors = [int(a) for a in anchors] if anchors is not None else text_ids_for(dataset)
     if fetch.route.kind == "pages":
         given = anchors if anchors is not None else anchors_for(dataset)
         stored = Path(folder) / "anchor_ids.json"

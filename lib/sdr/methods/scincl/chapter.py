@@ -31,7 +31,7 @@ __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbe
            "given_embedding", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
            "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
-           "paper_models", "retrainer", "paper_pairs", "TABLE1_MODELS", "store", "findings"]
+           "paper_models", "retrainer", "paper_pairs", "WOL_PAPER_ROW", "TABLE1_MODELS", "store", "findings"]
 
 #: The parameters that change SciNCL's training (graph, bands, sampling, optimiser, ablation sizes): they key the
 #: chapter's run folder (``book.run_dir``), with the training data's source line (:func:`train_main_models`).
@@ -599,37 +599,50 @@ def retrainer(run, training: specter.TrainingSet, graph: TripletGraph, embedded:
 
 # ------------------------------------------------------------------------------------------------- ours next to the paper
 def paper_pairs(run, inputs, training: specter.TrainingSet, graph: TripletGraph, ours: pd.DataFrame,
-                names: Mapping[str, str], embedded: CitationEmbedding | None = None):
+                names: Mapping[str, str], embedded: CitationEmbedding | None = None, without_leakage=None):
     """Our SciDocs rows beside SciNCL Table 1's rows where they match (the one rule of
     :func:`sdr.methods.specter.pair_with_paper`: same training data, model family and protocol), the others apart with
     the reason: SciNCL ↔ SciNCL, SPECTER sampling ↔ SPECTER (the w/o-leakage rows when our training data do not
-    overlap SciDocs), the untrained encoder ↔ SciBERT, malteos/scincl ↔ SciNCL. The rule reads the graph's source
-    (``embedded.source``): only SciNCL rows sampled on a given embedding of S2ORC's citation graph (``graph_embedding``)
-    match SciNCL's row; rows on ``graph.label`` (SPECTER's triplet graph) stand apart with the reason.
+    overlap SciDocs), the untrained encoder ↔ SciBERT, malteos/scincl ↔ SciNCL, and the ``without_leakage`` part's
+    trained row (:data:`sdr.methods.scincl.WOL_ROW`, SciNCL's released w/o-leakage queries) ↔ SciNCL (random S2ORC
+    w/o leakage), never the with-leakage row. The rule reads the graph's source (``embedded.source``; the w/o-leakage
+    row: the triples' own graph): only SciNCL rows sampled on a given embedding of S2ORC's citation graph
+    (``graph_embedding``) match SciNCL's rows; rows on ``graph.label`` (SPECTER's triplet graph) or on the w/o-leakage
+    triples' graph stand apart with the reason.
 
     Shown in: notebooks/scincl.ipynb, Ours next to the paper."""
     from sdr.methods.specter.paper import pair_with_paper
 
-    origins, candidates = _origins_and_candidates(run, inputs, training, graph, names, embedded)
+    origins, candidates = _origins_and_candidates(run, inputs, training, graph, names, embedded, without_leakage)
+    if without_leakage is not None and without_leakage.trained:
+        ours = pd.concat([ours, without_leakage.scores])
     paper = book.read_paper_table("scidocs").query("source == 'SciNCL'")
     return pair_with_paper(ours, origins, candidates, specter.METRIC_COLUMNS, paper)
 
 
+#: SciNCL Table 1's row a row of the ``without_leakage`` part would pair with (its queries are that row's).
+WOL_PAPER_ROW = "SciNCL (random S2ORC w/o leakage)"
+
+
 def _origins_and_candidates(run, inputs, training: specter.TrainingSet, graph: TripletGraph, names: Mapping[str, str],
-                            embedded: CitationEmbedding | None) -> tuple[dict, dict[str, str]]:
-    """Each row's origin (:class:`sdr.methods.specter.RowOrigin`) and the SciNCL Table 1 row it would pair with."""
+                            embedded: CitationEmbedding | None, without_leakage=None) -> tuple[dict, dict[str, str]]:
+    """Each row's origin (:class:`sdr.methods.specter.RowOrigin`) and the SciNCL Table 1 row it would pair with; the
+    ``without_leakage`` part's trained rows with the origins it states (:attr:`WithoutLeakage.origins`)."""
     from sdr.methods.specter.paper import RELEASED_PAPER_ROW
 
     queries = "SPECTER's queries" if training.with_leakage else "random S2ORC queries w/o leakage"
     source = embedded.source if embedded is not None and embedded.source else graph.label
     trained = {names["SciNCL"]: f"SciNCL's kNN bands on {source}, {queries}",
                names["SPECTER sampling"]: f"SPECTER's sampling on {graph.label}, {queries}"}
+    wol = dict(without_leakage.origins) if without_leakage is not None and without_leakage.trained else {}
+    trained.update(wol)
     released = list(run.p.released_checkpoints)
     origins = specter.row_origins(run, inputs, trained, released)
     suffix = "" if training.with_leakage else " (random S2ORC w/o leakage)"
     candidates = {"untrained encoder": "SciBERT", names["SciNCL"]: f"SciNCL{suffix}",
                   names["SPECTER sampling"]: f"SPECTER{suffix}",
-                  **{f"{name} (released checkpoint)": RELEASED_PAPER_ROW[name] for name in released}}
+                  **{f"{name} (released checkpoint)": RELEASED_PAPER_ROW[name] for name in released},
+                  **{name: WOL_PAPER_ROW for name in wol}}
     return origins, candidates
 
 
@@ -651,6 +664,10 @@ def store(run, training: specter.TrainingSet, embedded: CitationEmbedding, sets:
     tables.update(specter.fidelity_tables(pairs, released))
     if without_leakage is not None and len(without_leakage.table):
         tables["w/o leakage (Table 4)"] = without_leakage.table
+    if without_leakage is not None and without_leakage.trained:
+        tables["w/o leakage SciDocs"] = without_leakage.scores.drop(columns="missing embeddings").round(2)
+        if len(without_leakage.csfcube):
+            tables["w/o leakage CSFCube"] = without_leakage.csfcube.round(2).reset_index()
     extra = {"bands": sets.bands.describe(), "ablations": list(p.ablations), "sweeps": list(p.sweeps),
              "leaderboard": rows, "leaderboard_seeds": seeds.seeds, "gain": gain.over_untrained,
              "hard negatives filled": sets.filled, "with_leakage": training.with_leakage,
@@ -661,8 +678,9 @@ def store(run, training: specter.TrainingSet, embedded: CitationEmbedding, sets:
 
 
 def findings(run, inputs, training: specter.TrainingSet, sets: TrainingSets, ours: pd.DataFrame, gain: Gains,
-             pairs, table2, seeds) -> str:
-    """What to take from this run, each line computed from its numbers (the paper's from the paper tables).
+             pairs, table2, seeds, without_leakage=None) -> str:
+    """What to take from this run, each line computed from its numbers (the paper's from the paper tables); with a
+    trained ``without_leakage`` part, its row's SciDocs average and what the pairing rule made of it.
 
     Shown in: notebooks/scincl.ipynb, What to take from this chapter."""
     p = run.p
@@ -687,4 +705,21 @@ def findings(run, inputs, training: specter.TrainingSet, sets: TrainingSets, our
     lines += specter.findings(seeds, inputs, p.csfcube_max_length, p.seed)
     lines += [f"- {name}: SciDocs avg {ours.loc[f'{name} (released checkpoint)', 'avg']:.2f}."
               for name in p.released_checkpoints]
+    if without_leakage is not None and without_leakage.trained:
+        lines.append(_wol_finding(without_leakage, paired, apart))
     return "\n".join(lines)
+
+
+def _wol_finding(without_leakage, paired: pd.DataFrame, apart: pd.DataFrame) -> str:
+    from sdr.methods.scincl.without_leakage import WOL_ROW
+
+    row = without_leakage.scores.loc[WOL_ROW]
+    kept = without_leakage.dropped["triplets"] - without_leakage.dropped["dropped"]
+    line = (f"- {WOL_ROW}: SciDocs avg {row['avg']:.2f} (avg w/o REC {row['avg w/o REC']:.2f}), trained on {kept:,} "
+            f"triplets ({without_leakage.dropped['dropped']:,} dropped for lacking a text)")
+    if len(paired) and WOL_ROW in set(paired["ours"]):
+        pair = paired.set_index("ours").loc[WOL_ROW]
+        paper_row = pair["the paper's row"]
+        return f"{line}; paired with {paper_row}: {pair['avg difference']:+.2f} on the average."
+    reason = apart.set_index("ours").loc[WOL_ROW, "shown apart because"]
+    return f"{line}; shown apart from {WOL_PAPER_ROW} ({reason})."

@@ -2,7 +2,8 @@
 (:data:`PARTS`), its whole cost (:func:`cost_plan`: the graph embeddings, kNN searches, trainings, encodings, SciDocs
 scoring and fetches of every part), the released model it scores first (:data:`RELEASED_CHECKS`), the branches of the
 paper path the dry run must take (:data:`DRY_RUN_BRANCHES`, and the dry-run fixture of SciNCL's w/o-leakage triples,
-:func:`write_dry_run_wol`, a graph large enough for the paper's bands), and what differs from the paper
+:func:`write_dry_run_wol`, a graph large enough for the paper's bands, with their texts served by the synthetic
+Datasets API, :func:`write_dry_run_wol_texts`), and what differs from the paper
 (:data:`PAPER_SETTINGS`, :data:`SCINCL_DEVIATIONS`, :func:`scincl_deviations`).
 
 Shown in: notebooks/scincl.ipynb.
@@ -22,8 +23,10 @@ from sdr.plan import CostPlan, Part, Work, resolve_parts
 from sdr.released import ReleasedCheck
 
 __all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "PBG_SECONDS_PER_EDGE_EPOCH",
-           "FLAT_SEARCH_SECONDS", "GIVEN_EMBEDDING_READ", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES", "write_dry_run_wol",
-           "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "DRY_RUN_GIVEN_GRAPH", "TABLE2_NOT_RUN", "scincl_deviations"]
+           "FLAT_SEARCH_SECONDS", "GIVEN_EMBEDDING_READ", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES",
+           "write_dry_run_wol", "dry_run_wol_triples", "dry_run_wol_texts", "write_dry_run_wol_texts",
+           "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "WOL_DEVIATION", "DRY_RUN_GIVEN_GRAPH", "TABLE2_NOT_RUN",
+           "scincl_deviations"]
 
 # ================================================================================================ parts
 #: The chapter's parts. The headline run is SciNCL Table 1's SciNCL row (one seed) against SPECTER's sampling on the
@@ -45,9 +48,12 @@ PARTS: dict[str, Part] = {
     "sweeps": Part("sweeps", "Figs. 2-3: the k+ and k-hard sweeps on 10 % of the queries, scored on SciDocs' "
                    "validation split", t4="about 5 Colab sessions of 12 h (each point and seed a tenth of a main "
                                           "training)"),
-    "without_leakage": Part("without_leakage", "Table 1's w/o-leakage rows: SciNCL's bands on the graph of its released "
-                            "w/o-leakage triples (specter_wol); the trainings wait for the papers' texts (issue 36)",
-                            t4="about 2 Colab sessions of 12 h, all of it on the CPU (no training yet)"),
+    "without_leakage": Part("without_leakage", "Table 1's w/o-leakage SciNCL row: SciNCL's bands on the graph of its "
+                            "released w/o-leakage triples (specter_wol), SciNCL trained on the sampled triplets whose "
+                            "papers have texts (s2ag_bulk_wol_texts, the bulk route) and scored on SciDocs and CSFCube; "
+                            "the w/o-leakage SPECTER row is not trained",
+                            t4="about 3 Colab sessions of 12 h: the texts' bulk fetch (≈ 3 h), the graph embedding "
+                               "and kNN search on the CPU, then one training"),
 }
 PART_NEEDS = {"seeds": "main", "ablations": "main", "sweeps": "main"}
 
@@ -112,7 +118,9 @@ def cost_plan(p) -> CostPlan:
     exact kNN searches (the main queries, Fig. 5's share, the band check, one per retrained SciNCL seed, Table 2 row
     and sweep seed), the trainings (5 triplets a query of ``max_queries`` query papers, all 136,820 of Table 4 when
     0), the SciDocs/CSFCube encodings and SciDocs scoring of every scored model, the released model on SciDocs and
-    MDCR, the w/o-leakage graph (680,967 papers, A.4) and the fetches."""
+    MDCR, the w/o-leakage part (its texts' bulk fetch, :func:`sdr.fetchers.bulk.bulk_fetch_work`; its graph of
+    680,967 papers, A.4; its training, SciDocs and CSFCube) and the fetches."""
+    from sdr.fetchers.bulk import bulk_fetch_work
     from sdr.methods.scincl.ablations import table2_plan, table2_seeds
     from sdr.methods.scincl.recipe import clip_bands, scaled_bands, share_of_queries, sweep_points
 
@@ -198,11 +206,24 @@ def cost_plan(p) -> CostPlan:
                  scidocs_scoring_work("sweeps", "SciDocs scoring (validation) of every point and seed", runs,
                                       p.sweep_recommendations)]
     wol_queries = query_count(p.max_queries)
+    wol_csfcube = "SciNCL" in (p.csfcube_models or ["SciNCL"])
     work += [download_work("without_leakage", "specter_wol"),
-             _graph("without_leakage", "BigGraph embedding of the w/o-leakage triples' graph", SPECTER_TRIPLETS,
-                    WOL_PAPERS, p, "every paper of the triples (A.4)"),
+             bulk_fetch_work("s2ag_bulk_wol_texts", "without_leakage"),
+             (Work("without_leakage", "read the given S2ORC graph embedding (graph_embedding): the w/o-leakage "
+                   "papers' rows", "graph", hours=0.0, hours_on="CPU",
+                   how=f"ids file and ≤ {WOL_PAPERS:,} memory-mapped rows of {given} (not measured)")
+              if given else
+              _graph("without_leakage", "BigGraph embedding of the w/o-leakage triples' graph", SPECTER_TRIPLETS,
+                     WOL_PAPERS, p, "every paper of the triples (A.4)")),
              _search("without_leakage", "kNN bands of the w/o-leakage queries", wol_queries, WOL_PAPERS, d),
-             _search("without_leakage", "band check of the w/o-leakage triplets", band_check, WOL_PAPERS, d)]
+             _search("without_leakage", "band check of the w/o-leakage triplets", band_check, WOL_PAPERS, d),
+             # at most: the triplets whose papers lack a text are dropped
+             _train("without_leakage", "train SciNCL on the w/o-leakage triplets with texts", 5 * wol_queries, p),
+             encode_work("without_leakage", "SciDocs: the w/o-leakage SciNCL", SCIDOCS_PAPERS, p.max_length),
+             scidocs_scoring_work("without_leakage", "SciDocs scoring of the w/o-leakage SciNCL", 1,
+                                  p.recommendations),
+             encode_work("without_leakage", "CSFCube: the w/o-leakage SciNCL", CSFCUBE_PAPERS, p.csfcube_max_length,
+                         runs=int(wol_csfcube))]
     return CostPlan("scincl", p.profile, PARTS, work, selected)
 
 
@@ -233,11 +254,11 @@ RELEASED_CHECKS = [
 # ================================================================================================ the dry run
 #: The branches of the paper path the dry run must take (issue 30): the released part's assertions, training data
 #: that overlap SciDocs (as the released triplets do), a leaderboard model trained with a second seed, the paper's
-#: bands unclipped (k-hard 4000 on a graph of more than 4,003 papers: the w/o-leakage fixture's), and every training
-#: paper in the FAISS index.
+#: bands unclipped (k-hard 4000 on a graph of more than 4,003 papers: the w/o-leakage fixture's), every training
+#: paper in the FAISS index, and SciNCL trained on the w/o-leakage triplets with texts from the bulk route.
 DRY_RUN_BRANCHES = ("released checks asserted", "training papers overlap SciDocs (with leakage)",
                     "leaderboard model trained with another seed", "paper bands unclipped (k-hard 4000)",
-                    "every training paper indexed")
+                    "every training paper indexed", "w/o-leakage SciNCL trained")
 
 #: The dry run's second SciNCL execution (issue 36, :func:`sdr.dryrun.run_on_given_graph`): the main part with
 #: ``graph_embedding`` set to an embedding of the mirror's ``s2orc_citation_graph`` edges, written as `sdr graph embed
@@ -252,13 +273,8 @@ WOL_FIXTURE_COMMUNITY = 50
 WOL_ID_BASE = 990_000_000  # corpus-id-like integers no fixture paper has
 
 
-def write_dry_run_wol(folder: Path, fixture) -> None:
-    """The paper dry run's ``specter_wol`` (``sdr.dryrun.WRITERS``): SciNCL's w/o-leakage triples in their released
-    layout (``specter-wol__train_triples.csv``: ``query_paper_id,positive_id,negative_id``, S2 corpus ids), large
-    enough that the paper's k-hard 4000 is not clipped: :data:`WOL_FIXTURE_PAPERS` papers in communities of
-    :data:`WOL_FIXTURE_COMMUNITY`, each a query with 5 positives from its community and a random negative from
-    another each. The training part's papers (their corpus ids; none of those the dry-run SciDocs names)
-    are among them, so the texts found in SPECTER's triplets cover a few, as on the released data."""
+def dry_run_wol_triples(fixture) -> list[tuple[int, int, int]]:
+    """The dry-run w/o-leakage triples (:func:`write_dry_run_wol`), as corpus-id triples (deterministic)."""
     from sdr.methods.specter.paper import dry_run_leaked_papers
 
     rng = np.random.default_rng(fixture.seed)
@@ -267,7 +283,7 @@ def write_dry_run_wol(folder: Path, fixture) -> None:
     ids = np.array(known + [WOL_ID_BASE + i for i in range(WOL_FIXTURE_PAPERS - len(known))])
     rng.shuffle(ids)
     communities = ids.reshape(-1, WOL_FIXTURE_COMMUNITY)
-    lines = ["query_paper_id,positive_id,negative_id"]
+    triples = []
     for query_index in range(len(ids)):
         query = ids[query_index]
         members = communities[query_index // WOL_FIXTURE_COMMUNITY]
@@ -276,9 +292,73 @@ def write_dry_run_wol(folder: Path, fixture) -> None:
             negative = ids[int(rng.integers(len(ids)))]
             while negative in members:
                 negative = ids[int(rng.integers(len(ids)))]
-            lines.append(f"{query},{positive},{negative}")
+            triples.append((int(query), int(positive), int(negative)))
+    return triples
+
+
+def write_dry_run_wol(folder: Path, fixture) -> None:
+    """The paper dry run's ``specter_wol`` (``sdr.dryrun.WRITERS``): SciNCL's w/o-leakage triples in their released
+    layout (``specter-wol__train_triples.csv``: ``query_paper_id,positive_id,negative_id``, S2 corpus ids), large
+    enough that the paper's k-hard 4000 is not clipped: :data:`WOL_FIXTURE_PAPERS` papers in communities of
+    :data:`WOL_FIXTURE_COMMUNITY`, each a query with 5 positives from its community and a random negative from
+    another each. The training part's papers (their corpus ids; none of those the dry-run SciDocs names)
+    are among them."""
+    lines = ["query_paper_id,positive_id,negative_id"] + [f"{q},{p},{n}" for q, p, n in dry_run_wol_triples(fixture)]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "specter-wol__train_triples.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+#: In the dry-run texts of the w/o-leakage papers, every n-th of the papers the fixture corpus does not hold has no
+#: record in the papers dataset (a text the release lacks: its triplets are dropped and counted), and every m-th has
+#: a title but no abstract.
+WOL_FIXTURE_TEXTLESS_EVERY = 97
+WOL_FIXTURE_NO_ABSTRACT_EVERY = 89
+_WOL_WORDS = ("graph", "citation", "embedding", "neighbour", "contrastive", "retrieval", "transformer", "protein",
+              "genome", "lattice", "spectral", "quantum", "parsing", "translation", "theorem", "survey", "corpus",
+              "sampling", "margin", "triplet", "cluster", "kernel", "sensor", "policy")
+
+
+def dry_run_wol_texts(fixture):
+    """The papers the dry run's Datasets API holds for the w/o-leakage ids: ``(corpus, {paper id: corpus id})``. The
+    fixture corpus' training papers keep their texts (as in SPECTER's triplets); the other ids get a seeded title
+    and abstract, but every :data:`WOL_FIXTURE_TEXTLESS_EVERY`-th none at all and every
+    :data:`WOL_FIXTURE_NO_ABSTRACT_EVERY`-th no abstract."""
+    from types import SimpleNamespace
+
+    from sdr.corpus import CitationGraph, Paper
+
+    rng = np.random.default_rng(fixture.seed + 1)
+    by_corpus_id = {cid: pid for pid, cid in fixture.corpus_ids.items()}
+    papers, ids = {}, {}
+    wol_ids = sorted({cid for triple in dry_run_wol_triples(fixture) for cid in triple})
+    for number, cid in enumerate(wol_ids, start=1):
+        if cid in by_corpus_id:
+            pid = by_corpus_id[cid]
+            papers[pid], ids[pid] = fixture.corpus.papers[pid], cid
+            continue
+        pid = f"wol{cid}"
+        ids[pid] = cid
+        if number % WOL_FIXTURE_TEXTLESS_EVERY == 0:
+            continue
+        words = list(rng.choice(_WOL_WORDS, size=40))
+        abstract = "" if number % WOL_FIXTURE_NO_ABSTRACT_EVERY == 0 else " ".join(words[6:]).capitalize() + "."
+        papers[pid] = Paper(pid, " ".join(words[:6]).capitalize(), abstract)
+    return SimpleNamespace(papers=papers, graph=CitationGraph()), ids
+
+
+def write_dry_run_wol_texts(folder: Path, fixture) -> None:
+    """The paper dry run's ``s2ag_bulk_wol_texts`` (``sdr.dryrun.WRITERS``), written by the bulk fetcher from the
+    synthetic Datasets API (:func:`dry_run_wol_texts`), filtered to the ids of the mirror's ``specter_wol`` triples
+    (read as the real route reads them, :func:`sdr.fetchers.bulk.text_ids_for`'s file)."""
+    from sdr import dryrun
+    from sdr.methods.scincl.without_leakage import WOL_FILE, read_wol_triples
+
+    triples_file = folder.parent / "specter_wol" / WOL_FILE
+    if not triples_file.exists():  # CHAPTER_DATA writes specter_wol first; alone, write it beside
+        write_dry_run_wol(triples_file.parent, fixture)
+    ids = list(dict.fromkeys(int(pid) for triple in read_wol_triples(triples_file) for pid in triple))
+    corpus, corpus_ids = dry_run_wol_texts(fixture)
+    dryrun._bulk_fetch("s2ag_bulk_wol_texts", folder, corpus, fixture, anchors=ids, ids=corpus_ids)
 
 
 # ================================================================================================ fidelity
@@ -331,19 +411,27 @@ TRIPLET_GRAPH_DEVIATION = (
 GIVEN_GRAPH_DEVIATION = (
     "SciNCL's bands are searched on the given embedding of S2ORC's citation graph (`graph_embedding`: {path}), "
     "restricted to the training papers found in it; the SPECTER-sampling baseline still draws from the citations "
-    "inside SPECTER's triplets, and Table 2's leakage and the w/o-leakage part embed their own graphs.")
+    "inside SPECTER's triplets, and Table 2's leakage row embeds its own graph.")
 SCINCL_DEVIATIONS = (
     "Table 2's Init. rows (BERT-Base, BERT-Large, BioBERT as the base model) are not run.",
-    "Table 1's w/o-leakage rows are not trained: the part builds their graph from SciNCL's released triples and "
-    "samples the paper's bands on it, but the triples carry corpus ids only, and the papers' texts need Semantic "
-    "Scholar's bulk papers and abstracts (issue 36).",
 )
+#: The w/o-leakage part's deviation: the graph (``{graph}``: the triples' own, or the given S2ORC embedding) and texts.
+WOL_DEVIATION = (
+    "Table 1's w/o-leakage SciNCL row is trained on SciNCL's bands sampled on {graph}; its texts are the titles and "
+    "abstracts of a current S2AG release (bulk papers/abstracts, s2ag_bulk_wol_texts), and sampled triplets whose "
+    "papers the release lacks are dropped (counted on the page). Table 1's w/o-leakage SPECTER row is not trained.")
+WOL_GRAPHS = {
+    False: "the graph of its released w/o-leakage triples (query → positive), not on S2ORC's citation graph, so the "
+           "pairing rule shows it apart",
+    True: "the given S2ORC embedding's rows of its released triples' papers (those found; the page counts them)",
+}
 
 
 def scincl_deviations(run) -> list[str]:
     """What differs from the paper at this run, one line each: every parameter not at the paper's value
     (:data:`PAPER_SETTINGS`, :func:`sdr.methods.specter.deviations`), the replicas read, the schedule (which SciNCL
-    does not state: the one this run uses, stated), how the FAISS index is built, and :data:`SCINCL_DEVIATIONS`."""
+    does not state: the one this run uses, stated), how the FAISS index is built, :data:`SCINCL_DEVIATIONS` and the
+    w/o-leakage row's graph and texts (:data:`WOL_DEVIATION`)."""
     from sdr.methods.specter.paper import deviations
 
     p = run.p
@@ -360,6 +448,6 @@ def scincl_deviations(run) -> list[str]:
                  "training paper, A.4; the page counts those not found)")
     graph = GIVEN_GRAPH_DEVIATION.format(path=given) if given else TRIPLET_GRAPH_DEVIATION
     fixed = [f"SciNCL does not state its learning-rate schedule; this run uses {schedule}.", f"Index: {index}.",
-             graph, *SCINCL_DEVIATIONS]
+             graph, *SCINCL_DEVIATIONS, WOL_DEVIATION.format(graph=WOL_GRAPHS[bool(given)])]
     return deviations(run, PAPER_SETTINGS, keys=[*run.method.TRAINING_PARAMETERS, "recommendations",
                                                  "csfcube_max_length"], fixed=fixed)
