@@ -98,8 +98,17 @@ def test_the_cost_plan_by_hand():
     label = [c for c in totals.columns if c.startswith("GPU h") and "scaled" not in c][0]  # the measured GPU
     assert totals.loc["whole chapter", label] == pytest.approx(sum(w.gpu_hours(plan.MEASURED_DEVICE) for w in cost.work))
     assert totals.loc["selected parts", label] == pytest.approx(totals.loc["whole chapter", label])
-    fetch = next(w for w in cost.work if w.what.startswith("fetch s2_citations_thesis"))
-    assert fetch.requests == 136_820 * 2 + 274 + sa.paper.CITED_PAPERS_ESTIMATE and "estimate" in fetch.how
+    # the training graph through the bulk route (issue 36): the anchors' corpus ids in 274 /paper/batch requests,
+    # then the shards' download and DuckDB filtering (sdr.fetchers.bulk.bulk_plan), no Graph API crawl
+    from sdr.fetchers.bulk import bulk_plan
+
+    batch = next(w for w in cost.work if w.what.startswith("s2ag_bulk_thesis: the anchors' corpus ids"))
+    assert batch.requests == 274 and batch.other_hours() == pytest.approx(274 / 3600)
+    shards = next(w for w in cost.work if w.what == "s2ag_bulk_thesis: Semantic Scholar bulk datasets, filtered with "
+                                                    "DuckDB")
+    assert (shards.part, shards.download_bytes) == ("main", bulk_plan("s2ag_bulk_thesis")["bytes"])
+    assert shards.other_hours() == pytest.approx(bulk_plan("s2ag_bulk_thesis")["hours"])
+    assert not [w for w in cost.work if "s2_citations_thesis" in w.what]
 
 
 def test_each_part_of_the_plan_follows_the_registry_and_the_parameters():
@@ -372,6 +381,16 @@ def test_the_fetch_gives_every_resolved_linked_paper_its_corpus_id(synthetic_cor
     assert len(linked - set(anchors)) > 5
     assert {s2_api.sha_id(p): str(ids[p]) for p in linked | set(anchors)}.items() <= aliases.items()
     assert None not in aliases and "None" not in aliases.values()  # the unresolved references carry no corpus id
+
+
+def test_the_thesis_graph_is_read_through_the_bulk_route_and_the_dry_run_must_take_it():
+    """Issue 36: CHAPTER_DATA names the bulk dataset (read in the Graph API dataset's layout and name), and the dry run
+    requires the branch the chapter records when it reads it."""
+    assert "s2ag_bulk_thesis" in datasets.CHAPTER_DATA["sciaspect"]
+    assert "s2_citations_thesis" not in datasets.CHAPTER_DATA["sciaspect"]
+    assert datasets.BULK_ROUTE["sciaspect"] == ("s2_citations_thesis", "s2ag_bulk_thesis")
+    assert datasets.SAME_LAYOUT_AS["s2ag_bulk_thesis"] == "s2_citations_thesis"
+    assert "citation graph read from the bulk route (s2ag_bulk_thesis)" in sa.DRY_RUN_BRANCHES
 
 
 def bulk_thesis_folder(corpus, folder):

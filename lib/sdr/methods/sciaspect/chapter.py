@@ -35,7 +35,8 @@ __all__ = ["chapter_inputs", "TrainingData", "synthetic_data", "training_data", 
 
 # ------------------------------------------------------------------------------------------------- data
 def chapter_inputs(run) -> SimpleNamespace:
-    """The thesis' citation pages (``s2_citations_thesis``), SciDocs, MDCR, SciRepEval and CSFCube under the data
+    """The thesis' citation pages (``s2_citations_thesis``'s layout, read from the bulk route ``s2ag_bulk_thesis``
+    that CHAPTER_DATA names: the Graph API crawl takes days), SciDocs, MDCR, SciRepEval and CSFCube under the data
     policy: the thesis' data where the profile reads it (at ``paper`` all of it, fetched or one stop before
     training), else a replica in the official layout, written from one synthetic corpus that is built only when a
     replica is needed (its training part served as the Graph API, its evaluation part behind the benchmarks).
@@ -57,6 +58,8 @@ def chapter_inputs(run) -> SimpleNamespace:
         f"Semantic Scholar pages replica: the training part of the {replica_of} fetched from a synthetic Graph API, "
         f"{p.anchor_fraction:.0%} of its papers as anchors"),
         replica=lambda folder: write_s2_citations_replica(parts()[0], folder, p.anchor_fraction, p.seed))
+    if citations.real and citations.name == "s2ag_bulk_thesis":  # CHAPTER_DATA's route at paper (sdr.datasets.BULK_ROUTE)
+        run.branch("citation graph read from the bulk route (s2ag_bulk_thesis)")
     scidocs = data.input("scidocs", replica_source=f"SciDocs replica of the evaluation part of the {replica_of}",
                          replica=lambda folder: write_scidocs(parts()[1], folder, seed=p.seed, n_queries=p.n_eval_queries,
                                                               include_recomm=p.recommendations, progress=False))
