@@ -435,7 +435,11 @@ def test_the_bulk_graph_finds_scidocs_papers_through_their_sha_and_corpus_id_set
     assert some.loc["SciDocs", "in the training graph"] == 2
     assert some.loc["SciDocs", "note"].startswith(f"partly comparable: through the S2 paper ids of {len(nodes) - 1} of "
                                                   f"the graph's {len(nodes)} papers")
+    assert sa.unmeasured_sets(some) == [f"SciDocs (only through the S2 paper ids of {len(nodes) - 1} of the graph's "
+                                        f"{len(nodes)} papers)"]  # named on the page's list of what differs
+    assert sa.unmeasured_sets(overlap) == []  # every paper has its sha: measured in full
     _, without = sa.remove_evaluation_papers(thesis, {"SciDocs": scidocs})
+    assert sa.unmeasured_sets(without) == ["SciDocs (ids: S2 paper id)"]
     assert pd_isna(without.loc["SciDocs", "in the training graph"])
     assert without.loc["SciDocs", "note"] == "not comparable: the training graph's ids are of another kind (S2 corpus id)"
 

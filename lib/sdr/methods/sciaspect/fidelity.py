@@ -17,8 +17,8 @@ import pandas as pd
 
 from sdr.book.chapter import ChapterCheckFailed
 
-__all__ = ["Setting", "THESIS", "THESIS_SCIREPEVAL_TASKS", "our_setting", "Pairing", "pair", "Facts", "facts_of",
-           "DETECTORS", "deviation_lines", "expect_stated", "Differs", "what_differs"]
+__all__ = ["Setting", "THESIS", "THESIS_SCIREPEVAL_TASKS", "our_setting", "Pairing", "pair", "Facts",
+           "unmeasured_sets", "facts_of", "DETECTORS", "deviation_lines", "expect_stated", "Differs", "what_differs"]
 
 THESIS_MODEL = "allenai/scibert_scivocab_uncased"
 
@@ -144,6 +144,23 @@ class Facts:
     training_dataset: str = "s2ag_bulk_thesis"  # the registry dataset the training graph was read from
 
 
+def unmeasured_sets(overlap: pd.DataFrame) -> list[str]:
+    """The evaluation sets of the leakage table (:func:`sdr.methods.sciaspect.remove_evaluation_papers`) whose
+    overlap is not measured ("CSFCube (ids: S2 corpus id)") or measured for part of the graph or of the set only
+    ("SciDocs (only through the S2 paper ids of 9 of the graph's 10 papers)"), as the deviation line names them."""
+    unmeasured = []
+    for name in overlap.index:
+        note = str(overlap.loc[name, "note"])
+        if name == "all (removed)":
+            continue
+        if pd.isna(overlap.loc[name, "in the training graph"]):
+            unmeasured.append(f"{name} (ids: {overlap.loc[name, 'ids']})")
+        elif note.startswith("partly comparable: "):
+            what = note.removeprefix("partly comparable: ").split("; removed from")[0]
+            unmeasured.append(f"{name} (only {what.replace(' (those the fetch gave one)', '')})")
+    return unmeasured
+
+
 def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
     """The :class:`Facts` of this run (``table_6_11``: :func:`sdr.methods.sciaspect.scoring.scirepeval_table`)."""
     from sdr import book, datasets
@@ -151,10 +168,7 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
 
     p = run.p
     overlap = training.overlap
-    not_comparable = [f"{name} (ids: {overlap.loc[name, 'ids']})" for name in overlap.index if name != "all (removed)"
-                      and pd.isna(overlap.loc[name, "in the training graph"])]
-    not_comparable += [f"{name} (only {overlap.loc[name, 'note'].split('through ', 1)[1].split(' (')[0]})"
-                       for name in overlap.index if str(overlap.loc[name, "note"]).startswith("partly comparable")]
+    not_comparable = unmeasured_sets(overlap)
     ours = [c for c in table_6_11.columns if "(this book" in c]
     tasks = {}
     if ours and "tasks counted: in-task" in table_6_11.index:
