@@ -118,14 +118,17 @@ def test_the_sha_is_the_papers_datasets_url_as_semantic_scholar_writes_it():
 
 
 class MalformedUrlDatasetsApi(SyntheticDatasetsApi):
-    """The synthetic Datasets API with one ``papers`` record whose url names no paper id (``broken``: its corpus id)."""
+    """The synthetic Datasets API with one ``papers`` record whose url names no paper id (``broken``: its corpus id)
+    and one paper without a ``papers`` record (``dropped``)."""
 
     broken: int | None = None
+    dropped: int | None = None
 
     def _papers(self):
         rows = super()._papers()
         rows[1]["url"] = "https://www.semanticscholar.org/paper/"  # the sha cut off
         type(self).broken = rows[1]["corpusid"]
+        type(self).dropped = rows.pop(2)["corpusid"]
         return rows
 
 
@@ -141,20 +144,21 @@ def test_every_bulk_paper_carries_its_sha_and_a_url_without_one_is_counted(tmp_p
     bulk.fetch_dataset(datasets.get("s2ag_bulk_thesis"), folder, progress=False, client=client, opener=api.open,
                        anchors=[str(c) for c in sorted(ids.values())[::5]], sleep=lambda s: None, memory_limit="512MB")
     sha_of = {str(cid): sha_id(pid) for pid, cid in ids.items()}
-    broken = str(MalformedUrlDatasetsApi.broken)
+    broken, dropped = str(MalformedUrlDatasetsApi.broken), str(MalformedUrlDatasetsApi.dropped)
     records = [json.loads(line) for line in (folder / "papers.jsonl").read_text().splitlines()]
     linked = [link[role] for kind, role in (("references", "citedPaper"), ("citations", "citingPaper"))
               for line in (folder / f"{kind}.jsonl").read_text().splitlines() for link in json.loads(line)["data"]
               if link[role]["paperId"] is not None]
     assert len(records) > 5 and len(linked) > 50
     for record in records + linked:
-        expected = None if record["paperId"] == broken else sha_of[record["paperId"]]
+        expected = None if record["paperId"] in (broken, dropped) else sha_of[record["paperId"]]
         assert record["paperSha"] == expected, record["paperId"]
-    assert any(record["paperId"] == broken for record in records + linked)  # the planted paper is in the graph
+    assert {broken, dropped} <= {record["paperId"] for record in records + linked}  # the planted papers are linked
     missing = [json.loads(line) for line in (folder / "missing.jsonl").read_text().splitlines()]
     assert [m["paperId"] for m in missing if m["kind"] == "paperSha"] == [broken]
     record = completion.fetch_state(folder).record
     assert record["counts"]["papers_without_sha"] == 1 and any("1 kept papers have none" in n for n in record["notes"])
+    assert record["counts"]["nodes_not_in_papers"] == 1  # the dropped one: no title, abstract or sha, counted
 
 
 def test_the_s2orc_citation_graph_is_an_edge_list_over_the_s2orc_papers(tmp_path, corpus):

@@ -510,7 +510,8 @@ class BulkFetch:
                          "API's contextsWithIntent: per-intent context counts are the link's context count for each "
                          "of its intents (sdr.corpus.read_s2_citations counts such links); no 9,999-link cap")
             notes.append(f"paperSha: each paper's 40-hex S2 paper id from the papers dataset's url; "
-                         f"{counts.get('papers_without_sha', 0):,} kept papers have none (listed in missing.jsonl)")
+                         f"{counts.get('papers_without_sha', 0):,} kept papers have none (listed in missing.jsonl), "
+                         f"{counts.get('nodes_not_in_papers', 0):,} papers of the graph are not in the papers dataset")
         else:
             notes.append(f"SciNCL Table 4 (S2ORC 2020): {SCINCL_TABLE4['nodes']:,} nodes, "
                          f"{SCINCL_TABLE4['edges']:,} edges")
@@ -613,6 +614,9 @@ def write_pages(connection, folder: Path, anchors: Sequence[int], second_hop: bo
                                      "abstract": row[4], "year": row[2], "externalIds": external}) + "\n")
             found += 1
     counts["anchors_in_papers"] = found
+    # papers of the graph the papers dataset has no record of: no title, abstract or sha (the audit's coverage)
+    counts["nodes_not_in_papers"] = connection.execute(
+        "SELECT count(*) FROM nodes WHERE id NOT IN (SELECT corpusid FROM papers WHERE corpusid IS NOT NULL)").fetchone()[0]
     return counts
 
 
