@@ -36,17 +36,18 @@ class ThesisData:
 
 
 def read_thesis_citations(folder: str | Path) -> ThesisData:
-    """Read a ``s2_citations_thesis`` folder (:mod:`sdr.fetchers.semantic_scholar` writes it): the Graph API
-    pages through :func:`sdr.corpus.read_s2_citations` (anchors' references and citations, and the references'
-    own reference pages, so references-of-references are edges of the graph) and ``anchors.txt`` (one anchor id a
-    line). Anchors with no link at all are counted and left out of :attr:`ThesisData.anchors`.
+    """Read a ``s2_citations_thesis`` folder or one in its layout (:mod:`sdr.fetchers.semantic_scholar` writes the
+    first, :mod:`sdr.fetchers.bulk` ``s2ag_bulk_thesis``, the chapter's route at ``paper``, with corpus ids as paper
+    ids): the pages through :func:`sdr.corpus.read_s2_citations` (anchors' references and citations, and the
+    references' own reference pages, so references-of-references are edges of the graph) and ``anchors.txt`` (one
+    anchor id a line). Anchors with no link at all are counted and left out of :attr:`ThesisData.anchors`.
 
     Shown in: notebooks/sciaspect.ipynb, Data: a citation graph with intents.
     """
     folder = Path(folder)
     anchors_file = folder / "anchors.txt"
     if not anchors_file.exists():
-        raise FileNotFoundError(f"{anchors_file}: not found; the s2_citations_thesis folder {folder} must list its "
+        raise FileNotFoundError(f"{anchors_file}: not found; the thesis' citation folder {folder} must list its "
                                 f"anchor papers there, one Semantic Scholar id a line (the fetcher writes it)")
     listed = [line.strip() for line in anchors_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not listed:
