@@ -393,6 +393,15 @@ def test_the_thesis_graph_is_read_through_the_bulk_route_and_the_dry_run_must_ta
     assert "citation graph read from the bulk route (s2ag_bulk_thesis)" in sa.DRY_RUN_BRANCHES
 
 
+def test_the_page_names_the_route_and_does_not_claim_the_thesis_graph():
+    """Issue 37: today's Semantic Scholar graph is not the thesis' snapshot; the page says which route builds it."""
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "sciaspect.ipynb").read_text())["cells"]
+    data = next("".join(c["source"]) for c in cells
+                if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("## Data: a citation graph"))
+    assert "sdr data fetch s2ag_bulk_thesis" in data and "not the thesis' snapshot" in data
+    assert "exactly" not in data.lower()
+
+
 def bulk_thesis_folder(corpus, folder):
     """The bulk route's thesis folder of ``corpus`` from the synthetic Datasets API (every fifth paper an anchor)."""
     from sdr.fetchers import bulk
