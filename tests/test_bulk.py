@@ -107,6 +107,60 @@ def test_an_interrupted_bulk_fetch_is_partial_and_resumes_to_the_same_files(tmp_
     assert len(opens) == first  # complete: nothing is fetched again
 
 
+def test_the_sha_is_the_papers_datasets_url_as_semantic_scholar_writes_it():
+    sha = "d5ec1ea2c9261c54cf41fef1e5c9f2f8abe28ce2"  # a record of the public papers sample (samples/papers)
+    assert bulk.sha_from_url(f"https://www.semanticscholar.org/paper/{sha}") == sha
+    assert bulk.sha_from_url(f"https://www.semanticscholar.org/paper/Some-Title-Slug/{sha.upper()}") == sha
+    for malformed in (None, "", f"https://www.semanticscholar.org/paper/{sha[:-1]}", f"https://example.org/paper/{sha}",
+                      f"https://www.semanticscholar.org/author/{sha}", f"https://www.semanticscholar.org/paper/{sha}x",
+                      123):
+        assert bulk.sha_from_url(malformed) is None, malformed
+
+
+class MalformedUrlDatasetsApi(SyntheticDatasetsApi):
+    """The synthetic Datasets API with one ``papers`` record whose url names no paper id (``broken``: its corpus id)
+    and one paper without a ``papers`` record (``dropped``)."""
+
+    broken: int | None = None
+    dropped: int | None = None
+
+    def _papers(self):
+        rows = super()._papers()
+        rows[1]["url"] = "https://www.semanticscholar.org/paper/"  # the sha cut off
+        type(self).broken = rows[1]["corpusid"]
+        type(self).dropped = rows.pop(2)["corpusid"]
+        return rows
+
+
+def test_every_bulk_paper_carries_its_sha_and_a_url_without_one_is_counted(tmp_path, corpus):
+    """The bulk pages key papers by corpus id; SciDocs keys them by the 40-hex S2 id: the papers dataset's url gives
+    it to every paper record (anchors and linked papers), and a url without one is listed and counted, not lost."""
+    from sdr.synthetic.s2_api import sha_id
+
+    ids = corpus_ids(corpus)
+    api = MalformedUrlDatasetsApi(corpus, ids)
+    client = Client(rate=1e6, api_key="test-key", transport=api, sleep=lambda s: None, say=lambda m: None)
+    folder = tmp_path / "bulk"
+    bulk.fetch_dataset(datasets.get("s2ag_bulk_thesis"), folder, progress=False, client=client, opener=api.open,
+                       anchors=[str(c) for c in sorted(ids.values())[::5]], sleep=lambda s: None, memory_limit="512MB")
+    sha_of = {str(cid): sha_id(pid) for pid, cid in ids.items()}
+    broken, dropped = str(MalformedUrlDatasetsApi.broken), str(MalformedUrlDatasetsApi.dropped)
+    records = [json.loads(line) for line in (folder / "papers.jsonl").read_text().splitlines()]
+    linked = [link[role] for kind, role in (("references", "citedPaper"), ("citations", "citingPaper"))
+              for line in (folder / f"{kind}.jsonl").read_text().splitlines() for link in json.loads(line)["data"]
+              if link[role]["paperId"] is not None]
+    assert len(records) > 5 and len(linked) > 50
+    for record in records + linked:
+        expected = None if record["paperId"] in (broken, dropped) else sha_of[record["paperId"]]
+        assert record["paperSha"] == expected, record["paperId"]
+    assert {broken, dropped} <= {record["paperId"] for record in records + linked}  # the planted papers are linked
+    missing = [json.loads(line) for line in (folder / "missing.jsonl").read_text().splitlines()]
+    assert [m["paperId"] for m in missing if m["kind"] == "paperSha"] == [broken]
+    record = completion.fetch_state(folder).record
+    assert record["counts"]["papers_without_sha"] == 1 and any("1 kept papers have none" in n for n in record["notes"])
+    assert record["counts"]["nodes_not_in_papers"] == 1  # the dropped one: no title, abstract or sha, counted
+
+
 def test_the_s2orc_citation_graph_is_an_edge_list_over_the_s2orc_papers(tmp_path, corpus):
     from sdr.graph import EdgeFiles
 

@@ -15,14 +15,16 @@ from sdr.corpus import read_s2_citations, read_s2orc_metadata, read_scirepeval_t
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mirror")
-    # no real data: every dataset from its fixture writer, the bulk route's too
-    made = dryrun.build_mirror(folder, extra=dryrun.bulk_datasets())
+    # no real data: every dataset from its fixture writer, the bulk route's too, and the thesis' Graph API route
+    # (no chapter reads it at paper: SciAspect reads s2ag_bulk_thesis) to compare the two routes
+    made = dryrun.build_mirror(folder, extra=[*dryrun.bulk_datasets(), "s2_citations_thesis"])
     return folder, made
 
 
 def test_mirror_holds_every_file_a_paper_chapter_reads(mirror):
     folder, made = mirror
-    assert set(made) == set(dryrun.needed_datasets()) | {"s2ag_bulk_flew", "s2ag_bulk_thesis", "s2orc_citation_graph"}
+    assert set(made) == set(dryrun.needed_datasets()) | {"s2ag_bulk_flew", "s2ag_bulk_thesis", "s2orc_citation_graph",
+                                                         "s2_citations_thesis"}
     assert set(made.values()) == {"fixture"}
     for name in made:  # every fetched dataset complete: written by its fetcher, or its fixture writer says so
         assert datasets.is_complete(name, folder / datasets.get(name).folder), name
@@ -67,6 +69,26 @@ def test_the_bulk_route_builds_flew_sciaspect_and_scincl_inputs(mirror):
     assert set(anchors) >= triplet_queries and len(flew.nodes) > 4010 and all(a.isdigit() for a in anchors)
     stats = json.loads((folder / "s2orc_citation_graph" / "graph_stats.json").read_text())
     assert stats["edge_lines"] > 100 and stats["nodes_with_an_edge"] <= stats["node_set_papers"]
+
+
+def test_the_leakage_branch_runs_on_the_bulk_thesis_graph_through_scidocs_shas(mirror):
+    """SciAspect reads the bulk route's graph (corpus ids); the dry run's SciDocs names a few of its papers by their
+    40-hex ids, which the audit finds only through each paper's paperSha: the leakage branch on the bulk layout."""
+    from sdr.evaluate import scidocs
+    from sdr.methods import sciaspect
+
+    folder, _ = mirror
+    thesis = sciaspect.read_thesis_citations(folder / "s2ag_bulk_thesis")
+    evaluation = {"SciDocs": scidocs.read_papers(folder / "scidocs")}
+    named = sciaspect.dry_run_sha_named_papers(dryrun.FixtureCorpus())
+    assert len(named) == sciaspect.SHA_NAMED_PAPERS
+    kept, overlap = sciaspect.remove_evaluation_papers(thesis, evaluation, sciaspect.id_aliases(folder / "s2ag_bulk_thesis"))
+    assert overlap.loc["SciDocs", "in the training graph"] == sciaspect.SHA_NAMED_PAPERS  # the sha-named ones only
+    assert overlap.loc["SciDocs", "note"].startswith("partly comparable: through the S2 paper ids the fetch gave every "
+                                                     "paper of the graph")  # the fixture's other ids are no S2 ids
+    assert kept.anchors and len(kept.graph.nodes) < len(thesis.graph.nodes)
+    _, unaliased = sciaspect.remove_evaluation_papers(thesis, evaluation)
+    assert unaliased.loc["all (removed)", "in the training graph"] == 0  # nothing matches without the shas
 
 
 def _notebook(tmp_path, source: str):

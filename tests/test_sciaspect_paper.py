@@ -98,8 +98,17 @@ def test_the_cost_plan_by_hand():
     label = [c for c in totals.columns if c.startswith("GPU h") and "scaled" not in c][0]  # the measured GPU
     assert totals.loc["whole chapter", label] == pytest.approx(sum(w.gpu_hours(plan.MEASURED_DEVICE) for w in cost.work))
     assert totals.loc["selected parts", label] == pytest.approx(totals.loc["whole chapter", label])
-    fetch = next(w for w in cost.work if w.what.startswith("fetch s2_citations_thesis"))
-    assert fetch.requests == 136_820 * 2 + 274 + sa.paper.CITED_PAPERS_ESTIMATE and "estimate" in fetch.how
+    # the training graph through the bulk route (issue 36): the anchors' corpus ids in 274 /paper/batch requests,
+    # then the shards' download and DuckDB filtering (sdr.fetchers.bulk.bulk_plan), no Graph API crawl
+    from sdr.fetchers.bulk import bulk_plan
+
+    batch = next(w for w in cost.work if w.what.startswith("s2ag_bulk_thesis: the anchors' corpus ids"))
+    assert batch.requests == 274 and batch.other_hours() == pytest.approx(274 / 3600)
+    shards = next(w for w in cost.work if w.what == "s2ag_bulk_thesis: Semantic Scholar bulk datasets, filtered with "
+                                                    "DuckDB")
+    assert (shards.part, shards.download_bytes) == ("main", bulk_plan("s2ag_bulk_thesis")["bytes"])
+    assert shards.other_hours() == pytest.approx(bulk_plan("s2ag_bulk_thesis")["hours"])
+    assert not [w for w in cost.work if "s2_citations_thesis" in w.what]
 
 
 def test_each_part_of_the_plan_follows_the_registry_and_the_parameters():
@@ -289,7 +298,10 @@ def test_what_differs_states_every_detected_deviation_and_a_planted_missing_one_
     lines = sa.deviation_lines(facts)
     sa.expect_stated(facts, lines)
     assert {"model", "budget", "benchmarks", "recommendations"}.isdisjoint(lines)  # the paper profile's own setup
-    assert "today's Semantic Scholar Graph API" in lines["training data"]
+    assert "the Semantic Scholar bulk datasets of one release (s2ag_bulk_thesis" in lines["training data"]
+    assert "the graph differs from the thesis' one" in lines["training data"]
+    graph_api = sa.deviation_lines(paper_facts(training_dataset="s2_citations_thesis"))["training data"]
+    assert "today's Semantic Scholar Graph API" in graph_api and "the graph differs from the thesis' one" in graph_api
     assert "Weight decay 0.01 and gradient clipping at norm 1" in lines["optimizer defaults"]
     assert "19k validation anchors" in lines["validation anchors"]
     assert ("CSFCube (ids: S2 corpus id), SciRepEval (ids: mixed) is not measured, or for part of the graph only: "
@@ -339,7 +351,7 @@ def test_corpus_ids_measure_leakage_against_corpus_id_sets_for_the_papers_that_h
     (folder / "papers.jsonl").write_text(json.dumps({"paperId": anchor, "externalIds": {"CorpusId": 11}}) + "\n")
     (folder / "references.jsonl").write_text(json.dumps({"paperId": anchor, "offset": 0, "data": [
         {"citedPaper": {"paperId": cited, "corpusId": 22}}, {"citedPaper": {"paperId": other}}]}) + "\n")
-    aliases = sa.corpus_id_aliases(folder)
+    aliases = sa.id_aliases(folder)
     assert aliases == {anchor: "11", cited: "22"}
     graph = CitationGraph()
     graph.add(anchor, cited, ["method"])
@@ -365,10 +377,98 @@ def test_the_fetch_gives_every_resolved_linked_paper_its_corpus_id(synthetic_cor
                                          null_paper_every=2)
     graph = synthetic_corpus.graph
     linked = {other for a in anchors for other in graph.references(a) | graph.citations(a)}
-    aliases = sa.corpus_id_aliases(folder)
+    aliases = sa.id_aliases(folder)
     assert len(linked - set(anchors)) > 5
     assert {s2_api.sha_id(p): str(ids[p]) for p in linked | set(anchors)}.items() <= aliases.items()
     assert None not in aliases and "None" not in aliases.values()  # the unresolved references carry no corpus id
+
+
+def test_the_thesis_graph_is_read_through_the_bulk_route_and_the_dry_run_must_take_it():
+    """Issue 36: CHAPTER_DATA names the bulk dataset (read in the Graph API dataset's layout and name), and the dry run
+    requires the branch the chapter records when it reads it."""
+    assert "s2ag_bulk_thesis" in datasets.CHAPTER_DATA["sciaspect"]
+    assert "s2_citations_thesis" not in datasets.CHAPTER_DATA["sciaspect"]
+    assert datasets.BULK_ROUTE["sciaspect"] == ("s2_citations_thesis", "s2ag_bulk_thesis")
+    assert datasets.SAME_LAYOUT_AS["s2ag_bulk_thesis"] == "s2_citations_thesis"
+    assert "citation graph read from the bulk route (s2ag_bulk_thesis)" in sa.DRY_RUN_BRANCHES
+
+
+def test_the_page_names_the_route_and_does_not_claim_the_thesis_graph():
+    """Issue 37: today's Semantic Scholar graph is not the thesis' snapshot; the page says which route builds it."""
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "sciaspect.ipynb").read_text())["cells"]
+    data = next("".join(c["source"]) for c in cells
+                if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("## Data: a citation graph"))
+    assert "sdr data fetch s2ag_bulk_thesis" in data and "not the thesis' snapshot" in data
+    assert "exactly" not in data.lower()
+
+
+def bulk_thesis_folder(corpus, folder):
+    """The bulk route's thesis folder of ``corpus`` from the synthetic Datasets API (every fifth paper an anchor)."""
+    from sdr.fetchers import bulk
+    from sdr.fetchers.http import Client
+    from sdr.synthetic.s2_api import corpus_ids
+    from sdr.synthetic.s2_datasets import SyntheticDatasetsApi
+
+    ids = corpus_ids(corpus)
+    api = SyntheticDatasetsApi(corpus, ids)
+    client = Client(rate=1e6, api_key="test-key", transport=api, sleep=lambda s: None, say=lambda m: None)
+    bulk.fetch_dataset(datasets.get("s2ag_bulk_thesis"), folder, progress=False, client=client, opener=api.open,
+                       anchors=[str(c) for c in sorted(ids.values())[::5]], sleep=lambda s: None, memory_limit="512MB")
+    return ids
+
+
+def test_the_bulk_graph_finds_scidocs_papers_through_their_sha_and_corpus_id_sets_directly(synthetic_corpus, tmp_path):
+    """On the bulk layout (corpus ids) SciDocs' 40-hex ids are compared through each paper's paperSha (from the
+    papers dataset's url), CSFCube's corpus ids as they are; without the shas SciDocs is not comparable."""
+    from sdr.synthetic.s2_api import sha_id
+
+    folder = tmp_path / "s2ag_bulk_thesis"
+    ids = bulk_thesis_folder(synthetic_corpus, folder)
+    thesis = sa.read_thesis_citations(folder)
+    aliases = sa.id_aliases(folder)
+    pid_of = {str(c): p for p, c in ids.items()}
+    nodes = thesis.graph.nodes
+    assert sa.id_form(nodes) == "S2 corpus id" and {n: sha_id(pid_of[n]) for n in nodes}.items() == {
+        n: a for n, a in aliases.items() if n in nodes}.items()  # every paper of the graph has its sha
+    planted = sorted(nodes - set(thesis.anchors))[:3]
+    scidocs = {sha_id(pid_of[n]) for n in planted} | {"c" * 40}  # one SciDocs paper not in the graph
+    csfcube = {planted[0], "99"}
+    kept, overlap = sa.remove_evaluation_papers(thesis, {"SciDocs": scidocs, "CSFCube": csfcube}, aliases)
+    assert overlap.loc["SciDocs", "in the training graph"] == 3 and not set(planted) & kept.graph.nodes
+    assert overlap.loc["SciDocs", "note"] == ("compared through the S2 paper ids the fetch gave every paper of the "
+                                              "graph; removed from the training data")
+    assert overlap.loc["CSFCube", "in the training graph"] == 1 and overlap.loc["CSFCube", "ids"] == "S2 corpus id"
+    # a paper whose url gave no sha: SciDocs is then compared for the others, and the row says so
+    partial = {n: a for n, a in aliases.items() if n != planted[1]}
+    _, some = sa.remove_evaluation_papers(thesis, {"SciDocs": scidocs}, partial)
+    assert some.loc["SciDocs", "in the training graph"] == 2
+    assert some.loc["SciDocs", "note"].startswith(f"partly comparable: through the S2 paper ids of {len(nodes) - 1} of "
+                                                  f"the graph's {len(nodes)} papers")
+    assert sa.unmeasured_sets(some) == [f"SciDocs (only through the S2 paper ids of {len(nodes) - 1} of the graph's "
+                                        f"{len(nodes)} papers)"]  # named on the page's list of what differs
+    assert sa.unmeasured_sets(overlap) == []  # every paper has its sha: measured in full
+    _, without = sa.remove_evaluation_papers(thesis, {"SciDocs": scidocs})
+    assert sa.unmeasured_sets(without) == ["SciDocs (ids: S2 paper id)"]
+    assert pd_isna(without.loc["SciDocs", "in the training graph"])
+    assert without.loc["SciDocs", "note"] == "not comparable: the training graph's ids are of another kind (S2 corpus id)"
+
+
+def test_sets_of_another_provenance_than_the_graph_are_not_compared(synthetic_corpus, tmp_path, monkeypatch):
+    """A synthetic graph's corpus ids (900000 + i) name other papers than the released CSFCube's: such a set is not
+    compared (NaN, the reason in its note), even where the ids collide."""
+    folder = tmp_path / "s2ag_bulk_thesis"
+    bulk_thesis_folder(synthetic_corpus, folder)
+    thesis = sa.read_thesis_citations(folder)
+    colliding = {sorted(thesis.graph.nodes)[0]}
+    _, overlap = sa.remove_evaluation_papers(thesis, {"CSFCube": colliding}, sa.id_aliases(folder),
+                                             {"CSFCube": "the released data beside a synthetic training graph"})
+    assert pd_isna(overlap.loc["CSFCube", "in the training graph"]) and overlap.loc["all (removed)", "papers"] == 0
+    assert overlap.loc["CSFCube", "note"] == "not comparable: the released data beside a synthetic training graph"
+    monkeypatch.delenv(datasets.DRY_RUN_ENV, raising=False)
+    replica, real = (datasets.DataInput("csfcube", kind, tmp_path, "") for kind in ("replica", "real"))
+    assert sa.synthetic_data(replica) and not sa.synthetic_data(real)
+    monkeypatch.setenv(datasets.DRY_RUN_ENV, "1")  # a dry-run fixture is real-shaped, not the released bytes
+    assert sa.synthetic_data(datasets.DataInput("csfcube", "real", tmp_path / "fixture", ""))
 
 
 def pd_isna(value) -> bool:

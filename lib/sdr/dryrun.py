@@ -321,10 +321,18 @@ def _method_writer(chapter: str, name: str):
     return write
 
 
+def write_dry_run_scidocs(folder: Path, fixture: FixtureCorpus) -> None:
+    """SciDocs as the chapters' leakage branches need it: SPECTER's fixture (training papers among the cite task's
+    candidates, named as SPECTER's triplets name them) and a few papers of the thesis graph named by their 40-hex S2
+    ids, which the SciAspect chapter finds in the bulk route's corpus-id graph through each paper's ``paperSha``."""
+    _method("specter").write_dry_run_scidocs(folder, fixture)
+    _method("sciaspect").name_thesis_papers_by_sha(folder, fixture)
+
+
 WRITERS = {
     "scirepeval_cite_prediction": write_scirepeval_cite_prediction,
     "specter_wol": _method_writer("scincl", "write_dry_run_wol"),
-    "scidocs": _method_writer("specter", "write_dry_run_scidocs"),
+    "scidocs": write_dry_run_scidocs,
     "mdcr": write_mdcr,
     "scirepeval_full": write_scirepeval_full,
     "csfcube": write_csfcube,

@@ -644,7 +644,9 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol", "s2ag_bulk_wol_texts"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
-    "sciaspect": ("s2_citations_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
+    # the thesis' graph through the bulk route (BULK_ROUTE: the Graph API crawl of its anchors and their references'
+    # references takes days), read as s2_citations_thesis
+    "sciaspect": ("s2ag_bulk_thesis", "scidocs", "mdcr", "scirepeval_full", "csfcube"),
     # flew_triplets first: the fetch of FLeW's graph takes its anchors (the query list) from it; the graph through the
     # bulk route (BULK_ROUTE: the Graph API crawl around 216 K anchors takes weeks), read as s2ag_citations_flew
     # flew_split_metadata: the published recipe's training texts (its `published` part)
@@ -658,9 +660,9 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
 #: The bulk route of each chapter whose Graph API crawl takes days: ``{chapter: (Graph API dataset, bulk dataset)}``.
 #: The bulk dataset is written in the Graph API dataset's layout (corpus ids as paper ids), so the switch is one
 #: line in CHAPTER_DATA — the bulk name in place of the Graph API one — and ``ChapterData.input`` with the old name
-#: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). FLeW reads its bulk dataset by default. SciNCL
-#: has no Graph API dataset: its bulk dataset is new (the S2ORC citation graph as an edge list, read by
-#: ``sdr graph embed``).
+#: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). FLeW and SciAspect read their bulk datasets by
+#: default. SciNCL has no Graph API dataset: its bulk dataset is new (the S2ORC citation graph as an edge list, read
+#: by ``sdr graph embed``).
 BULK_ROUTE: dict[str, tuple[str | None, str]] = {
     "flew": ("s2ag_citations_flew", "s2ag_bulk_flew"),
     "sciaspect": ("s2_citations_thesis", "s2ag_bulk_thesis"),

@@ -10,8 +10,12 @@ spill folder) and keeps only what it needs:
 * ``s2ag_bulk_flew`` / ``s2ag_bulk_thesis`` — the layout of the Graph API fetch they replace
   (:mod:`sdr.fetchers.semantic_scholar`, read by :func:`sdr.corpus.read_s2_citations`): ``references.jsonl`` and
   ``citations.jsonl`` (one page of at most 1,000 links a line, ``{"paperId", "offset", "next"?, "data"}``),
-  ``papers.jsonl`` (``{"paperId", "title", "abstract", "year", "externalIds": {…, "CorpusId"}}``), ``anchors.txt``
-  and ``missing.jsonl`` — with S2 **corpus ids** as paper ids (the ``citations`` dataset has no other). The
+  ``papers.jsonl`` (``{"paperId", "paperSha", "title", "abstract", "year", "externalIds": {…, "CorpusId"}}``),
+  ``anchors.txt`` and ``missing.jsonl`` — with S2 **corpus ids** as paper ids (the ``citations`` dataset has no
+  other). Every paper record, the anchors' and the linked papers' in the pages, also carries ``paperSha``: its 40-hex
+  S2 paper id (the Graph API's ``paperId``, which SciDocs keys its papers by), parsed from the ``papers`` dataset's
+  ``url`` (``https://www.semanticscholar.org/paper/<sha>``, :func:`sha_from_url`); a kept paper whose url gives none
+  is listed in ``missing.jsonl`` and counted (``papers_without_sha``). The
   ``citations`` records carry ``contexts``, link-level ``intents`` and ``isinfluential``, not the Graph API's
   ``contextsWithIntent`` (the completion record says so; :func:`sdr.corpus.read_s2_citations` counts such links).
   The thesis' references of references take a second pass over the citations shards. There is no 9,999-link cap.
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -179,6 +184,19 @@ def shard_key(url: str) -> str:
     return url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
 
 
+#: The ``papers`` dataset's ``url``: the paper's page on Semantic Scholar, ``https://www.semanticscholar.org/paper/``
+#: and its 40-hex paper id (as in the public sample, ``samples/papers/papers-sample.jsonl``; the website also
+#: accepts a title slug before the id).
+PAPER_URL = re.compile(r"^https?://(?:www\.)?semanticscholar\.org/paper/(?:[^/?#]+/)?([0-9a-fA-F]{40})/?$")
+
+
+def sha_from_url(url) -> str | None:
+    """The 40-hex S2 paper id (lower case) in a ``papers`` record's ``url``, or None when the url has none (missing,
+    or not a Semantic Scholar paper page)."""
+    match = PAPER_URL.match(url.strip()) if isinstance(url, str) else None
+    return match.group(1).lower() if match else None
+
+
 @dataclass
 class Opened:
     """An answer to a shard request: status, headers (lower-case names) and the body stream (None on errors)."""
@@ -292,7 +310,7 @@ class ShardDownloader:
 COLUMNS = {
     "citations": {"citingcorpusid": "VARCHAR", "citedcorpusid": "VARCHAR", "isinfluential": "BOOLEAN",
                   "contexts": "VARCHAR[]", "intents": "VARCHAR[]"},
-    "papers": {"corpusid": "VARCHAR", "title": "VARCHAR", "year": "INTEGER", "externalids": "JSON"},
+    "papers": {"corpusid": "VARCHAR", "url": "VARCHAR", "title": "VARCHAR", "year": "INTEGER", "externalids": "JSON"},
     "abstracts": {"corpusid": "VARCHAR", "abstract": "VARCHAR"},
     "s2orc": {"corpusid": "VARCHAR"},
 }
@@ -350,7 +368,7 @@ def filter_sql(purpose: str, dataset: str, raw: Path) -> str:
             return (f"SELECT citing, cited FROM ({select}) WHERE citing IS NOT NULL AND cited IS NOT NULL "
                     f"AND citing IN (SELECT id FROM node_set) AND cited IN (SELECT id FROM node_set)")
     if dataset == "papers" and purpose == "papers":
-        return (f"SELECT TRY_CAST(corpusid AS BIGINT) AS corpusid, title, year, externalids FROM {source} "
+        return (f"SELECT TRY_CAST(corpusid AS BIGINT) AS corpusid, url, title, year, externalids FROM {source} "
                 f"WHERE TRY_CAST(corpusid AS BIGINT) IN (SELECT id FROM nodes)")
     if dataset == "abstracts" and purpose == "abstracts":
         return (f"SELECT TRY_CAST(corpusid AS BIGINT) AS corpusid, abstract FROM {source} "
@@ -508,6 +526,9 @@ class BulkFetch:
             notes.append("the citations dataset gives each link its contexts and link-level intents, not the Graph "
                          "API's contextsWithIntent: per-intent context counts are the link's context count for each "
                          "of its intents (sdr.corpus.read_s2_citations counts such links); no 9,999-link cap")
+            notes.append(f"paperSha: each paper's 40-hex S2 paper id from the papers dataset's url; "
+                         f"{counts.get('papers_without_sha', 0):,} kept papers have none (listed in missing.jsonl), "
+                         f"{counts.get('nodes_not_in_papers', 0):,} papers of the graph are not in the papers dataset")
         else:
             notes.append(f"SciNCL Table 4 (S2ORC 2020): {SCINCL_TABLE4['nodes']:,} nodes, "
                          f"{SCINCL_TABLE4['edges']:,} edges")
@@ -581,12 +602,14 @@ def write_pages(connection, folder: Path, anchors: Sequence[int], second_hop: bo
     """The Graph API fetch's layout from the filtered tables (``links``, ``papers``, ``abstracts``): per anchor its
     reference and citation pages (at most :data:`PAGE_LINKS` links a page, ``offset``/``next`` as the API pages; an
     empty page for an anchor without links, as the API answers), the reference pages of the anchors' references
-    (``second_hop``), ``papers.jsonl`` for the anchors and ``anchors.txt``. Pages are written in corpus-id order,
+    (``second_hop``), ``papers.jsonl`` for the anchors and ``anchors.txt``; every paper record carries its
+    ``paperSha`` (None where the url gives none: those papers are listed in ``missing.jsonl`` and counted). Pages
+    are written in corpus-id order,
     streamed from DuckDB in batches (never a whole link list in memory)."""
     anchor_list = list(dict.fromkeys(int(a) for a in anchors))
     (folder / "anchors.txt").write_text("".join(f"{a}\n" for a in anchor_list), encoding="utf-8")
     query = ("SELECT l.{anchor} AS anchor, l.{other} AS other, l.isinfluential, l.contexts, l.intents, p.title, "
-             "a.abstract FROM links l LEFT JOIN papers p ON p.corpusid = l.{other} "
+             "a.abstract, p.url FROM links l LEFT JOIN papers p ON p.corpusid = l.{other} "
              "LEFT JOIN abstracts a ON a.corpusid = l.{other} WHERE l.{anchor} IN (SELECT id FROM {owners}) "
              "ORDER BY anchor, other NULLS LAST, l.contexts::VARCHAR, l.intents::VARCHAR")
     counts = {}
@@ -603,10 +626,11 @@ def write_pages(connection, folder: Path, anchors: Sequence[int], second_hop: bo
     counts["unresolved_references"] = connection.execute("SELECT count(*) FROM links WHERE cited IS NULL").fetchone()[0]
     found = 0
     rows = {r[0]: r for r in connection.execute(
-        "SELECT p.corpusid, p.title, p.year, p.externalids, a.abstract FROM papers p LEFT JOIN abstracts a "
+        "SELECT p.corpusid, p.title, p.year, p.externalids, a.abstract, p.url FROM papers p LEFT JOIN abstracts a "
         "ON a.corpusid = p.corpusid WHERE p.corpusid IN (SELECT id FROM anchors)").fetchall()}
     with (folder / "papers.jsonl").open("w", encoding="utf-8") as papers, \
             (folder / "missing.jsonl").open("w", encoding="utf-8") as missing:
+        counts["papers_without_sha"] = _list_papers_without_sha(connection, missing)
         for corpus_id in anchor_list:
             row = rows.get(corpus_id)
             if row is None:
@@ -616,10 +640,13 @@ def write_pages(connection, folder: Path, anchors: Sequence[int], second_hop: bo
             external = json.loads(row[3]) if isinstance(row[3], str) else (row[3] or {})
             external = {k: v for k, v in (external or {}).items() if v is not None}
             external["CorpusId"] = int(corpus_id)
-            papers.write(json.dumps({"paperId": str(corpus_id), "title": row[1], "abstract": row[4], "year": row[2],
-                                     "externalIds": external}) + "\n")
+            papers.write(json.dumps({"paperId": str(corpus_id), "paperSha": sha_from_url(row[5]), "title": row[1],
+                                     "abstract": row[4], "year": row[2], "externalIds": external}) + "\n")
             found += 1
     counts["anchors_in_papers"] = found
+    # papers of the graph the papers dataset has no record of: no title, abstract or sha (the audit's coverage)
+    counts["nodes_not_in_papers"] = connection.execute(
+        "SELECT count(*) FROM nodes WHERE id NOT IN (SELECT corpusid FROM papers WHERE corpusid IS NOT NULL)").fetchone()[0]
     return counts
 
 
@@ -681,6 +708,23 @@ def text_ids_for(dataset) -> list[int]:
     return list(ids)
 
 
+def _list_papers_without_sha(connection, missing) -> int:
+    """Write a ``missing.jsonl`` line for every kept paper whose ``url`` gives no 40-hex paper id
+    (:func:`sha_from_url`), so no paper loses its sha unnoticed; returns how many."""
+    cursor = connection.execute("SELECT corpusid, url FROM papers ORDER BY corpusid")
+    without = 0
+    while True:
+        rows = cursor.fetchmany(10_000)
+        if not rows:
+            return without
+        for corpus_id, url in rows:
+            if sha_from_url(url) is None:
+                without += 1
+                missing.write(json.dumps({"paperId": str(corpus_id), "kind": "paperSha",
+                                          "status": f"papers dataset url {url!r} is not "
+                                                    "https://www.semanticscholar.org/paper/<40-hex paper id>"}) + "\n")
+
+
 def _group_pages(cursor, role: str):
     """``(anchor, [link, …])`` from rows ordered by anchor, fetched in batches (never the whole result)."""
     current, links = None, []
@@ -688,15 +732,15 @@ def _group_pages(cursor, role: str):
         rows = cursor.fetchmany(10_000)
         if not rows:
             break
-        for anchor, other, influential, contexts, intents, title, abstract in rows:
+        for anchor, other, influential, contexts, intents, title, abstract, url in rows:
             if anchor != current:
                 if current is not None:
                     yield current, links
                 current, links = anchor, []
             links.append({"contexts": list(contexts or []), "intents": list(intents or []),
                           "isInfluential": bool(influential),
-                          role: {"paperId": None if other is None else str(other), "title": title,
-                                 "abstract": abstract}})
+                          role: {"paperId": None if other is None else str(other), "paperSha": sha_from_url(url),
+                                 "title": title, "abstract": abstract}})
     if current is not None:
         yield current, links
 

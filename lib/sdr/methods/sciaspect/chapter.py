@@ -19,7 +19,7 @@ import pandas as pd
 
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed
-from sdr.methods.sciaspect.data import (ThesisData, corpus_id_aliases, read_mdcr_papers, read_thesis_citations,
+from sdr.methods.sciaspect.data import (ThesisData, id_aliases, read_mdcr_papers, read_thesis_citations,
                                         remove_evaluation_papers, scirepeval_papers, write_s2_citations_replica)
 from sdr.methods.sciaspect.paper import row_part, selected_parts
 from sdr.methods.sciaspect.recipe import Run, embedding_variants, paper_train_config, train_runs
@@ -28,14 +28,15 @@ from sdr.methods.sciaspect.registry import (CSFCUBE_MODELS, NAMED_MODELS, RULE_L
 from sdr.methods.sciaspect.sampling import aspect_neighbours, violations
 from sdr.methods.specter.recipe import leaderboard_seeds
 
-__all__ = ["chapter_inputs", "TrainingData", "training_data", "Samples", "sample_every_table", "check_rules",
-           "all_trained_rows", "trained_rows", "run_folder", "EmbeddingCache", "Models", "train_models",
+__all__ = ["chapter_inputs", "TrainingData", "synthetic_data", "training_data", "Samples", "sample_every_table",
+           "check_rules", "all_trained_rows", "trained_rows", "run_folder", "EmbeddingCache", "Models", "train_models",
            "expect_lower_probe_loss"]
 
 
 # ------------------------------------------------------------------------------------------------- data
 def chapter_inputs(run) -> SimpleNamespace:
-    """The thesis' citation pages (``s2_citations_thesis``), SciDocs, MDCR, SciRepEval and CSFCube under the data
+    """The thesis' citation pages (``s2_citations_thesis``'s layout, read from the bulk route ``s2ag_bulk_thesis``
+    that CHAPTER_DATA names: the Graph API crawl takes days), SciDocs, MDCR, SciRepEval and CSFCube under the data
     policy: the thesis' data where the profile reads it (at ``paper`` all of it, fetched or one stop before
     training), else a replica in the official layout, written from one synthetic corpus that is built only when a
     replica is needed (its training part served as the Graph API, its evaluation part behind the benchmarks).
@@ -57,6 +58,8 @@ def chapter_inputs(run) -> SimpleNamespace:
         f"Semantic Scholar pages replica: the training part of the {replica_of} fetched from a synthetic Graph API, "
         f"{p.anchor_fraction:.0%} of its papers as anchors"),
         replica=lambda folder: write_s2_citations_replica(parts()[0], folder, p.anchor_fraction, p.seed))
+    if citations.real and citations.name == "s2ag_bulk_thesis":  # CHAPTER_DATA's route at paper (sdr.datasets.BULK_ROUTE)
+        run.branch("citation graph read from the bulk route (s2ag_bulk_thesis)")
     scidocs = data.input("scidocs", replica_source=f"SciDocs replica of the evaluation part of the {replica_of}",
                          replica=lambda folder: write_scidocs(parts()[1], folder, seed=p.seed, n_queries=p.n_eval_queries,
                                                               include_recomm=p.recommendations, progress=False))
@@ -107,23 +110,37 @@ class TrainingData:
         return pd.Series([", ".join(c.aspects) for c in self.graph]).value_counts().rename("edges").to_frame()
 
 
+def synthetic_data(item) -> bool:
+    """Whether an input holds a synthetic corpus' papers: a replica, or in the paper dry run a fixture (real-shaped,
+    not the released bytes: :attr:`sdr.datasets.DataInput.official`); the released data linked into the dry run's
+    mirror is not."""
+    from sdr import datasets
+
+    return not item.real or (datasets.dry_run() and not item.official)
+
+
 def training_data(run, inputs) -> TrainingData:
     """Read the thesis' citation graph (:func:`read_thesis_citations`) and the papers of every evaluation set, and
     remove each evaluation paper found in the graph with its edges (:func:`remove_evaluation_papers`, which counts
-    them per set; removing any is the paper path's leakage branch, recorded); on real data a set keyed by S2 corpus
-    ids (CSFCube, SciRepEval) is compared through the corpus ids the fetch gave (:func:`corpus_id_aliases`). Shown
-    in: notebooks/sciaspect.ipynb, Data: a citation graph with intents."""
-    from sdr import datasets
+    them per set; removing any is the paper path's leakage branch, recorded). A set keyed by the other S2 id space
+    is compared through the ids the fetch gave each paper (:func:`id_aliases`): on the bulk route's graph (corpus
+    ids) SciDocs' 40-hex ids through each paper's ``paperSha``, on the Graph API's (40-hex ids) CSFCube's and
+    SciRepEval's corpus ids through ``corpusId``. A set is compared only with a graph of the same provenance
+    (:func:`synthetic_data`): a synthetic corpus' corpus ids (900000 + i) name other papers than the released
+    data's (900029 is a real CSFCube id). Shown in: notebooks/sciaspect.ipynb, Data: a citation graph with intents."""
     from sdr.evaluate import csfcube, scidocs
 
     read = read_thesis_citations(inputs.citations.path)
     evaluation = {"SciDocs": scidocs.read_papers(inputs.scidocs.path), "MDCR": read_mdcr_papers(inputs.mdcr.path),
                   "SciRepEval": scirepeval_papers(inputs.scirepeval.path),  # sdr evaluate all embeds them itself
                   "CSFCube": csfcube.read_csfcube_papers(inputs.csfcube.path)}
-    # corpus ids compare only real data: a replica's or fixture's synthetic corpus ids (900000 + i) can equal a real
-    # CSFCube id by chance (900029 is one)
-    real = inputs.citations.kind == "real" and not datasets.dry_run()
-    kept, overlap = remove_evaluation_papers(read, evaluation, corpus_id_aliases(inputs.citations.path) if real else None)
+    inputs_of = {"SciDocs": inputs.scidocs, "MDCR": inputs.mdcr, "SciRepEval": inputs.scirepeval,
+                 "CSFCube": inputs.csfcube}
+    graph_synthetic = synthetic_data(inputs.citations)
+    other_provenance = {name: ("the released data beside a synthetic training graph (the same ids name other papers)"
+                               if graph_synthetic else "a synthetic set beside the released training graph")
+                        for name, item in inputs_of.items() if synthetic_data(item) != graph_synthetic}
+    kept, overlap = remove_evaluation_papers(read, evaluation, id_aliases(inputs.citations.path), other_provenance)
     if overlap.loc["all (removed)", "in the training graph"] > 0:
         run.branch("evaluation papers removed from the training graph")
     if not kept.anchors:

@@ -17,7 +17,7 @@ import numpy as np
 
 from sdr.corpus import CitationGraph, Paper, ReadReport, read_s2_citations
 
-__all__ = ["ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "corpus_id_aliases",
+__all__ = ["ThesisData", "read_thesis_citations", "write_s2_citations_replica", "id_form", "id_aliases",
            "remove_evaluation_papers",
            "read_mdcr_papers", "scirepeval_papers", "TABLE_6_11_SCIDOCS", "TABLE_6_11_REGRESSION", "TASKS_COUNTED",
            "table_6_11_rows"]
@@ -36,17 +36,18 @@ class ThesisData:
 
 
 def read_thesis_citations(folder: str | Path) -> ThesisData:
-    """Read a ``s2_citations_thesis`` folder (:mod:`sdr.fetchers.semantic_scholar` writes it): the Graph API
-    pages through :func:`sdr.corpus.read_s2_citations` (anchors' references and citations, and the references'
-    own reference pages, so references-of-references are edges of the graph) and ``anchors.txt`` (one anchor id a
-    line). Anchors with no link at all are counted and left out of :attr:`ThesisData.anchors`.
+    """Read a ``s2_citations_thesis`` folder or one in its layout (:mod:`sdr.fetchers.semantic_scholar` writes the
+    first, :mod:`sdr.fetchers.bulk` ``s2ag_bulk_thesis``, the chapter's route at ``paper``, with corpus ids as paper
+    ids): the pages through :func:`sdr.corpus.read_s2_citations` (anchors' references and citations, and the
+    references' own reference pages, so references-of-references are edges of the graph) and ``anchors.txt`` (one
+    anchor id a line). Anchors with no link at all are counted and left out of :attr:`ThesisData.anchors`.
 
     Shown in: notebooks/sciaspect.ipynb, Data: a citation graph with intents.
     """
     folder = Path(folder)
     anchors_file = folder / "anchors.txt"
     if not anchors_file.exists():
-        raise FileNotFoundError(f"{anchors_file}: not found; the s2_citations_thesis folder {folder} must list its "
+        raise FileNotFoundError(f"{anchors_file}: not found; the thesis' citation folder {folder} must list its "
                                 f"anchor papers there, one Semantic Scholar id a line (the fetcher writes it)")
     listed = [line.strip() for line in anchors_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not listed:
@@ -98,22 +99,42 @@ def id_form(ids: Iterable[str]) -> str:
     return forms.pop() if len(forms) == 1 else "mixed" if forms else "none"
 
 
-def corpus_id_aliases(folder: str | Path) -> dict[str, str]:
-    """S2 paper id → S2 corpus id of every paper of a ``s2_citations_thesis`` folder whose record carries one: the
-    anchors (``papers.jsonl``, ``externalIds.CorpusId`` of ``/paper/batch``) and every linked paper whose page record
-    has ``corpusId`` (the fetch requests it, :data:`sdr.fetchers.semantic_scholar.LINK_FIELDS`; a graph fetched before
-    it did has only the anchors', and the overlap rows then say how many of the graph's papers were comparable)."""
+def _form_of(paper_id: str) -> str:
+    return id_form([paper_id])
+
+
+#: How a note names the ids of each S2 id space.
+_ID_WORDS = {"S2 corpus id": "corpus ids", "S2 paper id": "S2 paper ids"}
+
+
+def id_aliases(folder: str | Path) -> dict[str, str]:
+    """Each paper of a thesis folder → its id in the other S2 id space, where its record carries one.
+
+    The Graph API fetch (``s2_citations_thesis``) keys papers by 40-hex S2 paper ids: the alias is the corpus id
+    (the anchors' ``externalIds.CorpusId`` in ``papers.jsonl``, and ``corpusId`` of every linked paper's page record:
+    the fetch requests it, :data:`sdr.fetchers.semantic_scholar.LINK_FIELDS`; a graph fetched before it did has only
+    the anchors'). The bulk route (``s2ag_bulk_thesis``) keys papers by corpus ids: the alias is ``paperSha``, the
+    40-hex id parsed from the papers dataset's url (:func:`sdr.fetchers.bulk.sha_from_url`), on the anchors' records
+    and the linked papers' alike. A record without one gets no alias (and the audit says how many papers that
+    leaves uncompared)."""
     import json
 
     folder = Path(folder)
     aliases: dict[str, str] = {}
+
+    def note(record: dict, corpus_id) -> None:
+        paper_id = record.get("paperId")
+        if not paper_id:
+            return
+        for alias in (record.get("paperSha"), corpus_id):
+            if alias is not None and str(alias) != str(paper_id):
+                aliases[str(paper_id)] = str(alias)
+
     papers = folder / "papers.jsonl"
     if papers.exists():
         for line in papers.read_text(encoding="utf-8").splitlines():
             record = json.loads(line) if line.strip() else {}
-            corpus_id = (record.get("externalIds") or {}).get("CorpusId")
-            if record.get("paperId") and corpus_id is not None:
-                aliases[str(record["paperId"])] = str(corpus_id)
+            note(record, (record.get("externalIds") or {}).get("CorpusId"))
     for kind, role in (("references", "citedPaper"), ("citations", "citingPaper")):
         path = folder / f"{kind}.jsonl"
         if not path.exists():
@@ -121,22 +142,24 @@ def corpus_id_aliases(folder: str | Path) -> dict[str, str]:
         for line in path.read_text(encoding="utf-8").splitlines():
             for link in (json.loads(line).get("data") or []) if line.strip() else []:
                 other = (link or {}).get(role) or {}
-                if other.get("paperId") and other.get("corpusId") is not None:
-                    aliases[str(other["paperId"])] = str(other["corpusId"])
+                note(other, other.get("corpusId"))
     return aliases
 
 
 def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Iterable[str]],
-                             aliases: Mapping[str, str] | None = None):
+                             aliases: Mapping[str, str] | None = None, not_comparable: Mapping[str, str] | None = None):
     """Drop every paper of the evaluation sets from the training data, and count what each set removed.
 
     The thesis made sure "that there is no overlap between the training documents and the documents used to
     test" (§4.3); here the overlap is measured and filtered, never assumed: each evaluation paper found in the
     training graph leaves it with its edges (so it is no anchor, positive or negative). Ids are compared within one
-    id space (:func:`id_form`). A set keyed by S2 corpus ids, beside a graph of paper ids, is compared through
-    ``aliases`` (paper id → corpus id, :func:`corpus_id_aliases`) for the papers that have one, and the row says how
-    many of the graph's papers that covers; a set in another space with no alias gets no count (NaN, "not
-    comparable") instead of a false 0, and nothing is removed for it.
+    id space (:func:`id_form`): an evaluation id of the graph's kind as it is; one of another S2 kind through
+    ``aliases`` (graph paper id → its id in the other S2 space, :func:`id_aliases`: corpus ids for the Graph API's
+    40-hex ids, 40-hex ids for the bulk route's corpus ids), for the graph papers that have one — the row says how
+    many that covers when not all. A set with no id of the graph's kind and no alias of its kind gets no count
+    (NaN, "not comparable") instead of a false 0, and nothing is removed for it; so does a set named in
+    ``not_comparable`` (set → why: e.g. the released data beside a synthetic graph, whose corpus ids name other
+    papers).
 
     Returns ``(filtered ThesisData, table)``: one row per set with its size and id form, the papers it shares with
     the training graph, how many of those are anchors, and the edges that touch them.
@@ -148,31 +171,44 @@ def remove_evaluation_papers(data: ThesisData, evaluation_sets: Mapping[str, Ite
     nodes = data.graph.nodes
     training_form = id_form(nodes)
     anchors = set(data.anchors)
+    known = {pid: str(alias) for pid, alias in (aliases or {}).items() if pid in nodes and str(alias) != pid}
+    nan = float("nan")
     rows, removed = [], set()
     for name, ids in evaluation_sets.items():
         ids = {str(i) for i in ids}
-        form = id_form(ids)
-        row = {"evaluation set": name, "papers": len(ids), "ids": form}
-        known = {pid: cid for pid, cid in (aliases or {}).items() if pid in nodes}
-        if (form != training_form or form == "mixed") and known and form in ("S2 corpus id", "mixed"):
-            shared = {pid for pid, cid in known.items() if cid in ids}
-            removed |= shared
-            rows.append({**row, "in the training graph": len(shared), "of them anchors": len(shared & anchors),
-                         "edges touching them": sum(1 for c in data.graph if c.citing in shared or c.cited in shared),
-                         "note": f"partly comparable: through the corpus ids of {len(known)} of the graph's "
-                                 f"{len(nodes)} papers (those the fetch gave one)"
-                                 + ("; removed from the training data" if shared else "")})
+        row = {"evaluation set": name, "papers": len(ids), "ids": id_form(ids)}
+        if name in (not_comparable or {}):
+            rows.append({**row, "in the training graph": nan, "of them anchors": nan, "edges touching them": nan,
+                         "note": f"not comparable: {not_comparable[name]}"})
             continue
-        if form != training_form or form == "mixed":
-            rows.append({**row, "in the training graph": float("nan"), "of them anchors": float("nan"),
-                         "edges touching them": float("nan"),
+        same_kind = {i for i in ids if _form_of(i) == training_form} if training_form != "mixed" else set(ids)
+        other_kinds = {_form_of(i) for i in ids - same_kind}
+        through = {pid: alias for pid, alias in known.items() if _form_of(alias) in other_kinds}
+        if not same_kind and not through:
+            rows.append({**row, "in the training graph": nan, "of them anchors": nan, "edges touching them": nan,
                          "note": f"not comparable: the training graph's ids are of another kind ({training_form})"})
             continue
-        shared = ids & nodes
+        shared = (same_kind & nodes) | {pid for pid, alias in through.items() if alias in ids}
         removed |= shared
+        alias_forms = {_form_of(alias) for alias in through.values()}
+        uncompared = {i for i in ids - same_kind if _form_of(i) not in alias_forms}
+        partial_graph = bool(through) and len(through) < len(nodes)
+        words = " and ".join(sorted(_ID_WORDS.get(form, form) for form in alias_forms))
+        parts = []
+        if through:
+            parts.append(f"through the {words} of {len(through)} of the graph's {len(nodes)} papers (those the fetch "
+                         f"gave one)" if partial_graph else f"through the {words} the fetch gave every paper of the graph")
+        elif uncompared:
+            parts.append(f"through its {len(same_kind)} ids of the graph's kind ({training_form})")
+        if uncompared:
+            parts.append(f"its {len(uncompared)} ids of a kind the graph has no alias of are not compared")
+        note = (("partly comparable: " if partial_graph or uncompared else "compared ") + "; ".join(parts)) if parts \
+            else ""
+        if shared:
+            note = f"{note}; removed from the training data" if note else "removed from the training data"
         rows.append({**row, "in the training graph": len(shared), "of them anchors": len(shared & anchors),
                      "edges touching them": sum(1 for c in data.graph if c.citing in shared or c.cited in shared),
-                     "note": "removed from the training data" if shared else ""})
+                     "note": note})
     graph = CitationGraph(c for c in data.graph if c.citing not in removed and c.cited not in removed)
     rows.append({"evaluation set": "all (removed)", "papers": len(removed), "ids": training_form,
                  "in the training graph": len(removed), "of them anchors": len(removed & anchors),

@@ -17,8 +17,8 @@ import pandas as pd
 
 from sdr.book.chapter import ChapterCheckFailed
 
-__all__ = ["Setting", "THESIS", "THESIS_SCIREPEVAL_TASKS", "our_setting", "Pairing", "pair", "Facts", "facts_of",
-           "DETECTORS", "deviation_lines", "expect_stated", "Differs", "what_differs"]
+__all__ = ["Setting", "THESIS", "THESIS_SCIREPEVAL_TASKS", "our_setting", "Pairing", "pair", "Facts",
+           "unmeasured_sets", "facts_of", "DETECTORS", "deviation_lines", "expect_stated", "Differs", "what_differs"]
 
 THESIS_MODEL = "allenai/scibert_scivocab_uncased"
 
@@ -141,6 +141,24 @@ class Facts:
     rows_not_trained: int
     thesis_rows: int
     alpha_span: float
+    training_dataset: str = "s2ag_bulk_thesis"  # the registry dataset the training graph was read from
+
+
+def unmeasured_sets(overlap: pd.DataFrame) -> list[str]:
+    """The evaluation sets of the leakage table (:func:`sdr.methods.sciaspect.remove_evaluation_papers`) whose
+    overlap is not measured ("CSFCube (ids: S2 corpus id)") or measured for part of the graph or of the set only
+    ("SciDocs (only through the S2 paper ids of 9 of the graph's 10 papers)"), as the deviation line names them."""
+    unmeasured = []
+    for name in overlap.index:
+        note = str(overlap.loc[name, "note"])
+        if name == "all (removed)":
+            continue
+        if pd.isna(overlap.loc[name, "in the training graph"]):
+            unmeasured.append(f"{name} (ids: {overlap.loc[name, 'ids']})")
+        elif note.startswith("partly comparable: "):
+            what = note.removeprefix("partly comparable: ").split("; removed from")[0]
+            unmeasured.append(f"{name} (only {what.replace(' (those the fetch gave one)', '')})")
+    return unmeasured
 
 
 def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
@@ -150,10 +168,7 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
 
     p = run.p
     overlap = training.overlap
-    not_comparable = [f"{name} (ids: {overlap.loc[name, 'ids']})" for name in overlap.index if name != "all (removed)"
-                      and pd.isna(overlap.loc[name, "in the training graph"])]
-    not_comparable += [f"{name} (only {overlap.loc[name, 'note'].split('through ', 1)[1].split(' (')[0]})"
-                       for name in overlap.index if str(overlap.loc[name, "note"]).startswith("partly comparable")]
+    not_comparable = unmeasured_sets(overlap)
     ours = [c for c in table_6_11.columns if "(this book" in c]
     tasks = {}
     if ours and "tasks counted: in-task" in table_6_11.index:
@@ -176,7 +191,7 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
         max_grad_norm=models.config.max_grad_norm, seeds=len(models.seeds), recommendations=p.recommendations,
         not_comparable=not_comparable, training_ids=str(overlap.loc["all (removed)", "ids"]), scirepeval_tasks=tasks,
         rows_not_trained=sum(uncovered), thesis_rows=len(thesis_rows),
-        alpha_span=float(alphas.max() - alphas.min()))
+        alpha_span=float(alphas.max() - alphas.min()), training_dataset=inputs.citations.name)
 
 
 #: Each deviation the page must state when it holds, detected from the facts alone.
@@ -208,9 +223,12 @@ def deviation_lines(facts: Facts) -> dict[str, str]:
     elif f.dry_run:
         lines["training data"] = "Training data: the paper dry run's fixture in the fetch's layout, not the thesis'."
     else:
-        lines["training data"] = ("Training data: fetched from today's Semantic Scholar Graph API for the same anchors; "
-                                  "the thesis' snapshot is not released, and papers, links and intents have changed "
-                                  "since (S2 re-classifies intents), so the graph differs from the thesis' one.")
+        route = ("the Semantic Scholar bulk datasets of one release (s2ag_bulk_thesis: citations, papers and abstracts "
+                 "filtered to the anchors; the links carry intents but not which context has which)"
+                 if f.training_dataset == "s2ag_bulk_thesis" else "today's Semantic Scholar Graph API")
+        lines["training data"] = (f"Training data: fetched from {route} for the same anchors; the thesis' snapshot is "
+                                  "not released, and papers, links and intents have changed since (S2 re-classifies "
+                                  "intents), so the graph differs from the thesis' one.")
     if DETECTORS["model"](f):
         lines["model"] = (f"Model: {f.model_name} ({f.model_layers or 'all'} layers), {f.pooling} pooling, "
                           f"{f.max_length} tokens; the thesis: SciBERT, [CLS], 512 tokens.")
@@ -232,9 +250,11 @@ def deviation_lines(facts: Facts) -> dict[str, str]:
     if f.not_comparable:
         lines["leakage not measured"] = (f"Leakage against {', '.join(f.not_comparable)} is not measured, or for part "
                                          f"of the graph only: the training graph's ids are another kind "
-                                         f"({f.training_ids}), and only papers the fetch gave a corpus id are "
-                                         "compared (a graph fetched before the fetch requested corpusId for linked "
-                                         "papers has the anchors' alone: fetch it again to compare every paper).")
+                                         f"({f.training_ids}), and only papers the fetch gave an id of the set's kind "
+                                         "are compared (the bulk route's paperSha, the Graph API's corpusId; a Graph "
+                                         "API graph fetched before corpusId was requested for linked papers has the "
+                                         "anchors' alone: fetch it again), or the set and the graph are not the same "
+                                         "data (released beside synthetic); the overlap table's notes say which.")
     if DETECTORS["SciRepEval task set"](f):
         tasks = f.scirepeval_tasks
         lines["SciRepEval task set"] = (f"Table 6.11: our averages count {tasks['in_train']} in-task and "

@@ -28,7 +28,8 @@ from sdr.released import ReleasedCheck
 
 __all__ = ["PARTS", "TRAINING_PARTS", "row_part", "selected_parts", "thesis_sizes", "instances_per_anchor",
            "texts_per_instance", "SESSION_HOURS", "t4_words", "cost_plan", "RELEASED_CHECKS", "released_models",
-           "DRY_RUN_BRANCHES", "write_dry_run_citations", "dry_run_anchors"]
+           "DRY_RUN_BRANCHES", "write_dry_run_citations", "dry_run_anchors", "SHA_NAMED_PAPERS",
+           "dry_run_sha_named_papers", "name_thesis_papers_by_sha"]
 
 # ------------------------------------------------------------------------------------------------- parts
 _NO_RUN_IN_ONE_SESSION = ("not all in one 12-hour session, and some training runs take several: resume = True "
@@ -95,11 +96,6 @@ MDCR_PAPERS_ESTIMATE = 200_000
 #: SciRepEval's test documents over the 16 non-SciDocs and 6 SciDocs tasks of its public registry (order of
 #: magnitude; the thesis prints no size).
 SCIREPEVAL_DOCUMENTS_ESTIMATE = 800_000
-#: The papers the anchors cite, fetched once each for their own references (the thesis prints no graph size:
-#: about 20 distinct references an anchor, shared between anchors).
-CITED_PAPERS_ESTIMATE = 1_000_000
-#: Bytes of one Graph API page of links with contexts, titles and abstracts (a few dozen links of ≈ 1.5 KB).
-BYTES_PER_PAGE_ESTIMATE = 50_000
 #: CPU hours of SciDocs' classifiers (MAG, MeSH: a 7-point C grid, 3-fold) and recommendations ranker for one row
 #: scored, and of SciRepEval's classifiers, regressors and few-shot runs for one model (not measured).
 SCIDOCS_CPU_HOURS_ESTIMATE = 0.25
@@ -107,7 +103,8 @@ SCIREPEVAL_CPU_HOURS_ESTIMATE = 0.5
 #: Downloads of the benchmarks (the registry's sizes: SciDocs with its shipped embeddings, MDCR, SciRepEval).
 DOWNLOAD_BYTES = {"scidocs": int(4.6 * 2**30), "mdcr": 500 * 2**20, "scirepeval_full": 4 * 2**30,
                   "csfcube": 10 * 2**20}
-#: The Semantic Scholar Graph API's rate with an API key (requests per second; sdr.fetchers.http.Client's default).
+#: The Semantic Scholar Graph API's rate with an API key (requests per second; sdr.fetchers.http.Client's default):
+#: the bulk fetch resolves the anchors' corpus ids through it.
 S2_REQUESTS_PER_S = 1.0
 
 
@@ -310,19 +307,20 @@ def _download(dataset: str, part: str) -> Work:
 
 
 def _fetch_work(sizes: Mapping[str, int]) -> list[Work]:
-    """The training data's fetch (the Graph API at 1 request a second with a key: the anchors' reference and
-    citation pages, their papers in batches of 500, then each cited paper's references) and the other
-    benchmarks' downloads. Issue 36's bulk-dataset route would replace the Graph API line."""
-    from sdr.fetchers.semantic_scholar import BATCH_LIMIT, KINDS
+    """The training data's fetch through the bulk route (CHAPTER_DATA: ``s2ag_bulk_thesis``; the Graph API crawl of
+    the anchors' pages and then each cited paper's references would take over a million requests at 1 a second): the
+    anchors' corpus ids through the Graph API's ``/paper/batch`` (SciNCL's anchors are 40-hex ids), then the
+    shards' download and DuckDB filtering (:func:`sdr.fetchers.bulk.bulk_plan`: two passes over the citations for
+    the references of references); and the other benchmarks' downloads."""
+    from sdr.fetchers.bulk import bulk_fetch_work
+    from sdr.fetchers.semantic_scholar import BATCH_LIMIT
 
     anchors = sizes["published anchors"]
-    requests = anchors * len(KINDS) + math.ceil(anchors / BATCH_LIMIT) + CITED_PAPERS_ESTIMATE
-    return [Work("main", "fetch s2_citations_thesis (Semantic Scholar Graph API)", "fetch",
-                 download_bytes=requests * BYTES_PER_PAGE_ESTIMATE, requests=requests,
-                 requests_per_s=S2_REQUESTS_PER_S,
-                 how=f"{anchors:,} anchors (§4.3) × {len(KINDS)} link pages, their papers in batches of {BATCH_LIMIT}, "
-                     f"≈ {CITED_PAPERS_ESTIMATE:,} cited papers' reference pages (estimate) at "
-                     f"{S2_REQUESTS_PER_S:g} request/s; bytes ≈ {BYTES_PER_PAGE_ESTIMATE:,} a page (estimate)"),
+    batches = math.ceil(anchors / BATCH_LIMIT)
+    return [Work("main", "s2ag_bulk_thesis: the anchors' corpus ids (Graph API /paper/batch)", "fetch",
+                 requests=batches, requests_per_s=S2_REQUESTS_PER_S,
+                 how=f"{anchors:,} anchors (§4.3) in batches of {BATCH_LIMIT} at {S2_REQUESTS_PER_S:g} request/s"),
+            bulk_fetch_work("s2ag_bulk_thesis", "main"),
             _download("scirepeval_full", "main"), _download("csfcube", "main")]
 
 
@@ -378,10 +376,13 @@ def released_models(run):
 
 # ------------------------------------------------------------------------------------------------- the dry run
 #: What the paper dry run must execute of this chapter (issue 30.4), each recorded where it happens: the released
-#: checks asserted on the stand-ins; the leakage branch (evaluation papers found in, and removed from, the training
-#: graph); [CLS] pooling as the thesis reads SciBERT; the miscellaneous head trained (Table 6.4's w/ misc row); every
-#: run past its warm-up, so trained rows differ from the untrained one; the seed loop's body.
-DRY_RUN_BRANCHES = ("released checks asserted", "evaluation papers removed from the training graph",
+#: checks asserted on the stand-ins; the citation graph read through the bulk route (issue 36); the leakage branch
+#: (evaluation papers found in, and removed from, the training graph: on the bulk route's corpus ids, SciDocs' 40-hex
+#: ids found through each paper's paperSha); [CLS] pooling as the thesis reads SciBERT; the miscellaneous head trained
+#: (Table 6.4's w/ misc row); every run past its warm-up, so trained rows differ from the untrained one; the seed
+#: loop's body.
+DRY_RUN_BRANCHES = ("released checks asserted", "citation graph read from the bulk route (s2ag_bulk_thesis)",
+                    "evaluation papers removed from the training graph",
                     "[CLS] pooling", "misc head trained", "trained past warm-up",
                     "trained rows differ from the untrained row", "extra seeds trained")
 
@@ -400,6 +401,47 @@ def write_dry_run_citations(folder: Path, fixture) -> None:
     # the ids the SciDocs fixture names
     write_citation_pages(fixture.corpus, folder, anchors=dry_run_anchors(fixture), ids=fixture.corpus_ids,
                          **{**GRAPH_API_HABITS, "sha_ids": False})
+
+
+#: Papers of the dry run's thesis graph that its SciDocs names by their 40-hex S2 paper ids.
+SHA_NAMED_PAPERS = 4
+
+
+def dry_run_sha_named_papers(fixture) -> list[str]:
+    """The papers :func:`name_thesis_papers_by_sha` adds to the dry run's SciDocs: training papers linked to a
+    dry-run anchor (so in the thesis graph by either route), not anchors themselves, the first
+    :data:`SHA_NAMED_PAPERS` by id."""
+    anchors = set(dry_run_anchors(fixture))
+    linked = {other for anchor in anchors for other in fixture.corpus.graph.neighbours(anchor)}
+    return sorted(linked - anchors - set(fixture.eval.papers))[:SHA_NAMED_PAPERS]
+
+
+def name_thesis_papers_by_sha(folder: Path, fixture) -> list[str]:
+    """The dry run's SciDocs (written before, :func:`sdr.methods.specter.write_dry_run_scidocs`) names
+    :func:`dry_run_sha_named_papers` as the released SciDocs names papers: by their 40-hex S2 paper ids — the ids the
+    synthetic Datasets API's ``papers`` urls give them (:func:`sdr.synthetic.s2_api.sha_id`) — as extra candidates
+    (relevance 0) of the cite task's test queries, with their metadata. The bulk route keys the thesis graph by
+    corpus ids, so its leakage branch finds them only through each paper's ``paperSha`` (issue 36), as on the real
+    data, where the thesis graph overlaps SciDocs. Returns the ids written. Registered in :data:`sdr.dryrun.WRITERS`
+    (with SPECTER's writer)."""
+    import json
+
+    from sdr.evaluate import scidocs
+    from sdr.synthetic.s2_api import sha_id
+
+    named = {sha_id(pid): pid for pid in dry_run_sha_named_papers(fixture)}
+    qrel = Path(folder) / "cite" / "test.qrel"
+    queries = sorted(scidocs.read_qrels(qrel))
+    with qrel.open("a", encoding="utf-8") as handle:
+        for number, sha in enumerate(named):
+            handle.write(f"{queries[number % len(queries)]} 0 {sha} 0\n")
+    metadata_path = Path(folder) / "paper_metadata_view_cite_read.json"
+    metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
+    for sha, pid in named.items():
+        paper = fixture.corpus.papers[pid]
+        metadata[sha] = {"paper_id": sha, "title": paper.title, "abstract": paper.abstract}
+    metadata_path.write_text(json.dumps(metadata), encoding="utf-8")
+    return list(named)
 
 
 def dry_run_anchors(fixture) -> list[str]:
