@@ -831,6 +831,32 @@ def test_systems_embed_each_benchmark_at_its_length_and_restore_it():
     assert list(vectors["MDCR"]) == ["a", "b"] and vectors["MDCR"]["b"][0] == 2.0
 
 
+def test_a_released_encoders_vectors_are_read_back_from_the_cache_on_a_rerun(tmp_path, monkeypatch):
+    """Issue 32: the released part's encodings in FLeW's own tables are cached by the model's identity (the offline
+    MiniLM's weights here), the texts and the reading settings, so a rerun reads them back; another input length is
+    another entry."""
+    from sdr.corpus import Paper
+    from sdr.encoders import Encoder
+
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    papers = {f"p{i}": Paper(f"p{i}", f"Title {i}", f"An abstract about topic {i % 3}.") for i in range(5)}
+    run = SimpleNamespace(p=SimpleNamespace(max_length=32, csfcube_max_length=32))
+    encoder = Encoder.load("minilm", num_layers=1, max_length=32)
+    calls = []
+    original = encoder.encode_papers
+    monkeypatch.setattr(encoder, "encode_papers", lambda *a, **k: calls.append(1) or original(*a, **k))
+    first = flew.Systems(run, {"MDCR": papers})
+    vectors = first.embed(encoder, released=("minilm", 1))["MDCR"]
+    assert len(calls) == 1 and first.cached == []
+    rerun = flew.Systems(run, {"MDCR": papers})
+    again = rerun.embed(encoder, released=("minilm", 1))["MDCR"]
+    assert len(calls) == 1 and rerun.cached == ["minilm on MDCR"]
+    assert list(again) == sorted(papers) and all(np.allclose(again[i], vectors[i]) for i in papers)
+    longer = flew.Systems(SimpleNamespace(p=SimpleNamespace(max_length=48, csfcube_max_length=48)), {"MDCR": papers})
+    longer.embed(encoder, released=("minilm", 1))
+    assert len(calls) == 2 and longer.cached == []
+
+
 def test_csfcube_rows_train_the_extra_seeds_and_store_one_row_per_model_and_seed(synthetic_corpus, tmp_path, capsys):
     """The `real` profile's path (leaderboard_seeds > 1), on CPU: the extra seeds retrain each facet encoder on the
     same triplets (training is replaced by fixed random vectors here), and every model and seed is a leaderboard row

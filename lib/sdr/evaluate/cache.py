@@ -13,7 +13,8 @@ Entries live in ``$SDR_DATA_CACHE/embeddings/<key>/`` as ``vectors.npy`` (float3
 ``ids.json`` and ``entry.json`` (what the key covers, for people), written to a temporary folder and renamed, so an
 interrupted write leaves no entry.
 
-Shown in: ``sdr evaluate all`` (every benchmark), and the released-models part of the chapters at ``paper``.
+Shown in: ``sdr evaluate all`` (every benchmark), the released-models part of the chapters at ``paper``, and FLeW's
+released encoders in its own tables (:func:`embed_through_cache`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +132,23 @@ class EmbeddingCache:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return target
+
+
+def embed_through_cache(model: str, layers: int, benchmark: str, texts: Mapping[str, str], *, max_length: int,
+                        pooling: str, normalize: bool, embed: Callable[[], Mapping[str, np.ndarray]],
+                        root: str | Path | None = None) -> tuple[dict[str, np.ndarray], bool]:
+    """``texts``' vectors by a released ``model`` (a Hub name or a folder, ``layers`` kept) read as stated, from the
+    cache when an entry covers them, else ``embed()``'s, then saved. Returns ``(vectors, read_from_cache)``. A model
+    the Hub cache does not hold has no identity: it is embedded every time (nothing cached)."""
+    location = model_location(model)
+    if location is None:
+        return dict(embed()), False
+    cache = EmbeddingCache(root)
+    key, covers = cache.key(model_identity(location, layers), benchmark, texts, max_length=max_length,
+                            pooling=pooling, normalize=normalize)
+    vectors = cache.load(key, texts)
+    if vectors is not None:
+        return vectors, True
+    vectors = dict(embed())
+    cache.save(key, vectors, covers)
+    return vectors, False

@@ -42,10 +42,17 @@ class Systems:
     papers: dict
     single: dict = field(default_factory=dict)
     sums: dict = field(default_factory=dict)
+    cached: list = field(default_factory=list)  # "<released model> on <benchmark>" read from the embeddings cache
 
-    def embed(self, encoder, benchmarks: Sequence[str] = ("MDCR", "SciRepEval")) -> dict:
+    def embed(self, encoder, benchmarks: Sequence[str] = ("MDCR", "SciRepEval"),
+              released: tuple[str, int] | None = None) -> dict:
         """``{benchmark: {id: vector}}``; CSFCube (ours and the untrained encoder only) is read at
-        ``csfcube_max_length`` tokens, the rest at ``max_length``."""
+        ``csfcube_max_length`` tokens, the rest at ``max_length``. A ``released`` model (its name or folder and the
+        layers kept) is read through the embeddings cache (:func:`sdr.evaluate.cache.embed_through_cache`: keyed by
+        its revision or weights, the texts and the reading settings), so a rerun of the released part reads its
+        vectors back instead of embedding every benchmark again."""
+        from sdr.evaluate.cache import embed_through_cache
+
         p = self.run.p
         vectors = {}
         for name in benchmarks:
@@ -54,8 +61,19 @@ class Systems:
             papers = self.papers[name]
             encoder.max_length = p.csfcube_max_length if name == "CSFCube" else p.max_length
             ids = sorted(papers)
-            vectors[name] = dict(zip(ids, encoder.encode_papers([papers[i] for i in ids], batch_size=64,
-                                                                progress=False)))
+
+            def embedded(ids=ids, papers=papers):
+                return dict(zip(ids, encoder.encode_papers([papers[i] for i in ids], batch_size=64, progress=False)))
+
+            if released is None:
+                vectors[name] = embedded()
+                continue
+            texts = {i: encoder.paper_text(papers[i]) for i in ids}
+            vectors[name], cached = embed_through_cache(
+                released[0], released[1], f"flew:{name}", texts, max_length=encoder.max_length,
+                pooling=encoder.pooling, normalize=encoder.normalize, embed=embedded)
+            if cached:
+                self.cached.append(f"{released[0]} on {name}")
         encoder.max_length = p.max_length
         return vectors
 
@@ -97,12 +115,17 @@ def embed_systems(run, inputs, training: FacetTraining) -> Systems:
         if name in RELEASED_FLEW:
             tag = RELEASED_FLEW[name]
             for facet, path in where.items():
-                systems.single[f"{FACET_ENCODERS[facet]} ({tag})"] = systems.embed(_encoder(
-                    run, name=path, layers=p.model_layers if path == "minilm" else 0, pooling="cls"))
+                layers = p.model_layers if path == "minilm" else 0
+                systems.single[f"{FACET_ENCODERS[facet]} ({tag})"] = systems.embed(
+                    _encoder(run, name=path, layers=layers, pooling="cls"), released=(path, layers))
             systems.sums[f"{SUM_NAME} ({tag})"] = {f: f"{FACET_ENCODERS[f]} ({tag})" for f in FACETS}
         else:
-            systems.single[RELEASED_BASELINES[name]] = systems.embed(_encoder(
-                run, name=name, pooling="cls", layers=p.model_layers if where == "minilm" else 0))
+            layers = p.model_layers if where == "minilm" else 0
+            systems.single[RELEASED_BASELINES[name]] = systems.embed(
+                _encoder(run, name=name, pooling="cls", layers=layers), released=(where, layers))
+    if systems.cached:
+        print(f"read from the embeddings cache ({len(systems.cached)} released encodings): "
+              + ", ".join(systems.cached))
     return systems
 
 
