@@ -355,6 +355,10 @@ def test_the_probe_loss_ratio_comes_from_the_profile():
 class _GainRun(_Run):
     expect_gain = book.ChapterRun.expect_gain
 
+    def __init__(self, **parameters):
+        super().__init__(**parameters)
+        self.gain_checks = {}  # the ChapterRun attribute expect_gain records each gain in
+
 
 @pytest.mark.parametrize("margin, trained, replicas, applies", [
     (5.5, True, True, True), (0.0, True, True, False), (5.5, False, True, False), (5.5, True, False, False)])

@@ -511,7 +511,7 @@ def test_gold_check_scores_the_test_the_data_policy_gives_it(check_set):
     assert gold.summary.iloc[:, 0]["margin (2 σ, measured)"] == st.CHECKS[check_set].margin
     expected_test = "CSAbstruct test" if check_set == "CSAbstruct train" else "CF-labelled replica"
     assert expected_test in gold.summary.columns[0] and "over untrained [CLS]" in gold.what
-    page = SimpleNamespace()
+    page = SimpleNamespace(gain_checks={})  # the ChapterRun attribute expect_gain records each gain in
     with pytest.raises(book.ChapterCheckFailed, match=r"over untrained \[CLS\]"):  # 0.15 < 2 σ = 0.2
         book.ChapterRun.expect_gain(page, gold.model, gold.gain, gold.required, gold.what, applies=gold.applies,
                                     decimals=3)
