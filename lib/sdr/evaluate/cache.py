@@ -14,7 +14,7 @@ Entries live in ``$SDR_DATA_CACHE/embeddings/<key>/`` as ``vectors.npy`` (float3
 interrupted write leaves no entry.
 
 Shown in: ``sdr evaluate all`` (every benchmark), the released-models part of the chapters at ``paper``, and FLeW's
-released encoders in its own tables (:func:`embed_through_cache`).
+released encoders in its own tables (:func:`read_or_embed`).
 """
 
 from __future__ import annotations
@@ -134,18 +134,22 @@ class EmbeddingCache:
         return target
 
 
-def embed_through_cache(model: str, layers: int, benchmark: str, texts: Mapping[str, str], *, max_length: int,
-                        pooling: str, normalize: bool, embed: Callable[[], Mapping[str, np.ndarray]],
-                        root: str | Path | None = None) -> tuple[dict[str, np.ndarray], bool]:
-    """``texts``' vectors by a released ``model`` (a Hub name or a folder, ``layers`` kept) read as stated, from the
-    cache when an entry covers them, else ``embed()``'s, then saved. Returns ``(vectors, read_from_cache)``. A model
-    the Hub cache does not hold has no identity: it is embedded every time (nothing cached)."""
+def released_identity(model: str, layers: int = 0) -> dict | None:
+    """:func:`model_identity` of a model named as the chapters name it (a Hub name or a folder), or None when nothing
+    identifies it (a Hub model the cache does not hold: it is embedded without a cache entry)."""
     location = model_location(model)
-    if location is None:
+    return None if location is None else model_identity(location, layers)
+
+
+def read_or_embed(cache: EmbeddingCache | None, identity: Mapping | None, benchmark: str, texts: Mapping[str, str], *,
+                  max_length: int, pooling: str, normalize: bool,
+                  embed: Callable[[], Mapping[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], bool]:
+    """``texts``' vectors from ``cache`` when an entry of the model ``identity`` read as stated covers them, else
+    ``embed()``'s, then saved. Returns ``(vectors, read_from_cache)``; without a cache or an identity, ``embed()``'s.
+    ``sdr evaluate all`` and FLeW's released encoders read through it."""
+    if cache is None or identity is None:
         return dict(embed()), False
-    cache = EmbeddingCache(root)
-    key, covers = cache.key(model_identity(location, layers), benchmark, texts, max_length=max_length,
-                            pooling=pooling, normalize=normalize)
+    key, covers = cache.key(identity, benchmark, texts, max_length=max_length, pooling=pooling, normalize=normalize)
     vectors = cache.load(key, texts)
     if vectors is not None:
         return vectors, True

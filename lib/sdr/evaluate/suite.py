@@ -100,14 +100,11 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
         raise FileNotFoundError("no benchmark data found: " + "; ".join(skipped.values()))
     outputs = check_outputs(located, model, embeddings_dir, results_store, force)
     encoder = embed.load_model(model, max_length, pooling, layers, device, normalize)
-    store_cache, identity, cached = None, None, []
-    if cache:
-        from sdr.evaluate.cache import EmbeddingCache, model_identity, model_location
+    from sdr.evaluate.cache import EmbeddingCache, read_or_embed, released_identity
 
-        location = model_location(model)
-        if location is not None:
-            store_cache = EmbeddingCache(None if cache is True else cache)
-            identity = model_identity(location, layers)
+    identity = released_identity(model, layers) if cache else None
+    store_cache = EmbeddingCache(None if cache is True else cache) if identity is not None else None
+    cached = []
     scored = {}
     own_length = encoder.max_length
     for name, data in located.items():
@@ -120,17 +117,11 @@ def evaluate_model(model: str, benchmarks: Iterable[str] | None = None,
                 raise
             skipped[name] = str(error)
             continue
-        vectors = None
-        if store_cache is not None:
-            key, covers = store_cache.key(identity, name, inputs.texts, max_length=encoder.max_length,
-                                          pooling=encoder.pooling, normalize=encoder.normalize)
-            vectors = store_cache.load(key, inputs.texts)
-            if vectors is not None:
-                cached.append(name)
-        if vectors is None:
-            vectors = embed.embed(encoder, inputs.texts, batch_size, progress)
-            if store_cache is not None:
-                store_cache.save(key, vectors, covers)
+        vectors, from_cache = read_or_embed(
+            store_cache, identity, name, inputs.texts, max_length=encoder.max_length, pooling=encoder.pooling,
+            normalize=encoder.normalize, embed=lambda: embed.embed(encoder, inputs.texts, batch_size, progress))
+        if from_cache:
+            cached.append(name)
         if embeddings_dir is not None:
             _write(outputs, inputs, vectors)
         result, metrics = score(inputs, vectors, progress, n_jobs)

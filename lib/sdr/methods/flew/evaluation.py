@@ -48,12 +48,14 @@ class Systems:
               released: tuple[str, int] | None = None) -> dict:
         """``{benchmark: {id: vector}}``; CSFCube (ours and the untrained encoder only) is read at
         ``csfcube_max_length`` tokens, the rest at ``max_length``. A ``released`` model (its name or folder and the
-        layers kept) is read through the embeddings cache (:func:`sdr.evaluate.cache.embed_through_cache`: keyed by
+        layers kept) is read through the embeddings cache (:func:`sdr.evaluate.cache.read_or_embed`: keyed by
         its revision or weights, the texts and the reading settings), so a rerun of the released part reads its
         vectors back instead of embedding every benchmark again."""
-        from sdr.evaluate.cache import embed_through_cache
+        from sdr.evaluate.cache import EmbeddingCache, read_or_embed, released_identity
 
         p = self.run.p
+        identity = released_identity(*released) if released is not None else None  # its weights hashed once
+        cache = EmbeddingCache() if identity is not None else None
         vectors = {}
         for name in benchmarks:
             if name not in self.papers:
@@ -65,13 +67,13 @@ class Systems:
             def embedded(ids=ids, papers=papers):
                 return dict(zip(ids, encoder.encode_papers([papers[i] for i in ids], batch_size=64, progress=False)))
 
-            if released is None:
+            if cache is None:
                 vectors[name] = embedded()
                 continue
             texts = {i: encoder.paper_text(papers[i]) for i in ids}
-            vectors[name], cached = embed_through_cache(
-                released[0], released[1], f"flew:{name}", texts, max_length=encoder.max_length,
-                pooling=encoder.pooling, normalize=encoder.normalize, embed=embedded)
+            vectors[name], cached = read_or_embed(cache, identity, f"flew:{name}", texts,
+                                                  max_length=encoder.max_length, pooling=encoder.pooling,
+                                                  normalize=encoder.normalize, embed=embedded)
             if cached:
                 self.cached.append(f"{released[0]} on {name}")
         encoder.max_length = p.max_length

@@ -28,7 +28,7 @@ from sdr.samplers import band_check, count_collisions, specter_triplets
 from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
-           "given_embedding", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
+           "given_embedding", "given_rows", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
            "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
            "paper_models", "retrainer", "paper_pairs", "WOL_PAPER_ROW", "TABLE1_MODELS", "store", "findings"]
@@ -172,28 +172,16 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     beside the vectors (``embedding.json``), else not scored, with the reason on the page.
 
     Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
-    from sdr.graph import LINK_PREDICTION_METRICS, GraphEmbedding, read_given_embedding
-    from sdr.graph.pbg import EmbeddingReport
+    from sdr.graph import LINK_PREDICTION_METRICS
 
-    p = run.p
-    given = read_given_embedding(path, dimension=p.graph_dimension)
-    if given.comparator is not None and given.comparator != p.graph_comparator:
-        raise ChapterCheckFailed(f"{path}: embedded with the {given.comparator!r} comparator; graph_comparator is "
-                                 f"{p.graph_comparator!r} (the bands' metric follows it): set it to "
-                                 f"{given.comparator!r}")
-    restricted = given.restrict({pid: graph.corpus_ids.get(pid) for pid in graph.paper_ids})
-    found, total = len(restricted.ids), len(graph.paper_ids)
-    line = (f"{found:,} of the {total:,} training papers found in the given embedding ({len(given.corpus_ids):,} "
-            f"nodes, dimension {given.dimension}); the other {total - found:,} are not in the FAISS index")
-    if found < MIN_GIVEN_SHARE * total:
-        raise ChapterCheckFailed(f"{path}: {line}: need at least {MIN_GIVEN_SHARE:.0%} of them (is it an embedding of "
-                                 "S2ORC's citation graph keyed by corpus ids?)")
+    def described(found: int, total: int, given) -> str:
+        return (f"{found:,} of the {total:,} training papers found in the given embedding ({len(given.corpus_ids):,} "
+                f"nodes, dimension {given.dimension}); the other {total - found:,} are not in the FAISS index")
+
+    embedding, given, line = given_rows(run, path, {pid: graph.corpus_ids.get(pid) for pid in graph.paper_ids},
+                                        described)
+    found, config, link = len(embedding.ids), embedding.config, given.link_prediction
     run.branch("S2ORC graph embedding read")
-    config = replace(graph_config(p), comparator=given.comparator or p.graph_comparator)
-    report = EmbeddingReport(nodes=found)
-    link = given.link_prediction
-    embedding = GraphEmbedding(ids=restricted.ids, vectors=restricted.vectors, config=config, link_prediction=link,
-                               report=report)
     label = f"the S2ORC citation graph (given embedding: {path})"
     paper = book.read_paper_table("scincl_table5").assign(**{"reported by": "SciNCL Table 5 (S2ORC, 52 M nodes)"})
     if link:
@@ -210,6 +198,34 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges")}
     return CitationEmbedding(embedding, config, link_table, [line, reason], label, S2ORC_GRAPH, given=True,
                              graph_size=size)
+
+
+def given_rows(run, path: str, corpus_id_of: Mapping[str, str | int | None], described):
+    """The rows of a given S2ORC graph embedding (``graph_embedding``, :func:`sdr.graph.read_given_embedding`) for the
+    papers ``corpus_id_of`` maps to corpus ids, as a :class:`sdr.graph.GraphEmbedding` over their own ids: the FAISS
+    index holds the papers found. A comparator other than ``graph_comparator`` (the bands' metric) and fewer than
+    :data:`MIN_GIVEN_SHARE` of the papers found (a file of another graph) are :class:`ChapterCheckFailed`.
+    ``described(found, total, given)`` words the count. Returns ``(embedding, given, that line)``; the main part
+    (:func:`given_embedding`) and the w/o-leakage part read through it."""
+    from sdr.graph import GraphEmbedding, read_given_embedding
+    from sdr.graph.pbg import EmbeddingReport
+
+    p = run.p
+    given = read_given_embedding(path, dimension=p.graph_dimension)
+    if given.comparator is not None and given.comparator != p.graph_comparator:
+        raise ChapterCheckFailed(f"{path}: embedded with the {given.comparator!r} comparator; graph_comparator is "
+                                 f"{p.graph_comparator!r} (the bands' metric follows it): set it to "
+                                 f"{given.comparator!r}")
+    restricted = given.restrict(corpus_id_of)
+    found, total = len(restricted.ids), len(corpus_id_of)
+    line = described(found, total, given)
+    if found < MIN_GIVEN_SHARE * total:
+        raise ChapterCheckFailed(f"{path}: {line}: need at least {MIN_GIVEN_SHARE:.0%} of them (is it an embedding of "
+                                 "S2ORC's citation graph keyed by corpus ids?)")
+    config = replace(graph_config(p), comparator=given.comparator or p.graph_comparator)
+    embedding = GraphEmbedding(ids=restricted.ids, vectors=restricted.vectors, config=config,
+                               link_prediction=given.link_prediction, report=EmbeddingReport(nodes=found))
+    return embedding, given, line
 
 
 def _planted_community_checks(corpus, embedding) -> list[str]:

@@ -275,30 +275,17 @@ def without_leakage(run, inputs, training: specter.TrainingSet) -> WithoutLeakag
 
 def given_wol_embedding(run, papers, path: str):
     """The rows of the w/o-leakage triples' papers (``papers``: corpus ids) in a given embedding of S2ORC's citation
-    graph (``graph_embedding``, :func:`sdr.graph.read_given_embedding`), as :func:`sdr.methods.scincl.given_embedding`
-    reads the main part's: the FAISS index holds the papers found (SciNCL's held every training paper, A.4); fewer than
-    :data:`sdr.methods.scincl.MIN_GIVEN_SHARE` of them found stops the page (a file of another graph), and a comparator
-    other than ``graph_comparator`` too. Returns the embedding and the line that counts them."""
-    from sdr.graph import GraphEmbedding, read_given_embedding
-    from sdr.graph.pbg import EmbeddingReport
-    from sdr.methods.scincl.chapter import MIN_GIVEN_SHARE, graph_config
+    graph (``graph_embedding``), read as the main part reads its own (:func:`sdr.methods.scincl.given_rows`: the
+    comparator and the share found checked; SciNCL's index held every training paper, A.4). Returns the embedding and
+    the line that counts them."""
+    from sdr.methods.scincl.chapter import given_rows
 
-    p = run.p
-    given = read_given_embedding(path, dimension=p.graph_dimension)
-    if given.comparator is not None and given.comparator != p.graph_comparator:
-        raise ChapterCheckFailed(f"{path}: embedded with the {given.comparator!r} comparator; graph_comparator is "
-                                 f"{p.graph_comparator!r}: set it to {given.comparator!r}")
-    restricted = given.restrict({pid: pid for pid in papers})
-    found = len(restricted.ids)
-    line = (f"w/o leakage: {found:,} of the {len(papers):,} papers of SciNCL's released triples found in the given "
-            f"S2ORC embedding ({len(given.corpus_ids):,} nodes); the other {len(papers) - found:,} are not in the "
-            "FAISS index")
-    if found < MIN_GIVEN_SHARE * len(papers):
-        raise ChapterCheckFailed(f"{path}: {line}: need at least {MIN_GIVEN_SHARE:.0%} of them (is it an embedding of "
-                                 "S2ORC's citation graph keyed by corpus ids?)")
-    config = replace(graph_config(p), comparator=given.comparator or p.graph_comparator)
-    embedding = GraphEmbedding(ids=restricted.ids, vectors=restricted.vectors, config=config,
-                               link_prediction=given.link_prediction, report=EmbeddingReport(nodes=found))
+    def described(found: int, total: int, given) -> str:
+        return (f"w/o leakage: {found:,} of the {total:,} papers of SciNCL's released triples found in the given "
+                f"S2ORC embedding ({len(given.corpus_ids):,} nodes); the other {total - found:,} are not in the "
+                "FAISS index")
+
+    embedding, _, line = given_rows(run, path, {pid: pid for pid in papers}, described)
     return embedding, line
 
 
