@@ -442,3 +442,18 @@ def test_an_owned_scratch_folder_is_the_only_kind_emptied(tmp_path):
     real.mkdir()
     with pytest.raises(UnsafeOutput, match="holds the input --real-data"):
         Outputs({"--real-data": real}, stores={"--workdir": tmp_path}, owned={"--workdir": ".mark"}).check()
+
+
+def test_scratch_folders_of_a_chapter_run_are_removed_when_its_process_exits(tmp_path):
+    """ChapterRun's and ChapterData's workdirs and the band cache's folder are scratch: a process leaves none behind
+    (before, every chapter run left its folder in /tmp, which filled CI's disk)."""
+    import subprocess
+    import sys
+
+    script = ("from sdr.outputs import scratch_folder\n"
+              "f = scratch_folder('sdr-test-scratch-'); (f / 'x.bin').write_bytes(b'0' * 1024); print(f)\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    made = Path(out.stdout.strip())
+    assert made.parent == tmp_path and made.name.startswith("sdr-test-scratch-")
+    assert not made.exists() and list(tmp_path.iterdir()) == []

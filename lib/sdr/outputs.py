@@ -32,6 +32,7 @@ failure leaves neither half-written files nor a mix of old and new ones.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -56,6 +57,17 @@ class UnsafeOutput(ValueError):
 
 
 # ------------------------------------------------------------------------------------------------ argparse
+
+def scratch_folder(prefix: str) -> Path:
+    """A new temporary folder that is removed when the process exits (a chapter's or a data check's scratch).
+
+    Every run makes one; without the removal a researcher's ``/tmp`` (and CI's disk) fills with one per chapter run.
+    A process killed with ``SIGKILL`` still leaves its folder: the prefix names the owner.
+    """
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
 def output_file(text: str) -> Path:
     """``argparse`` type of an option naming a file the command writes (checked by :class:`Outputs`)."""
     return Path(text)

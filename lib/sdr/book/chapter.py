@@ -19,7 +19,6 @@ Shown in: every chapter notebook, first code cell after the parameters.
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,6 +32,7 @@ from sdr.book.profiles import notebook_parameters
 from sdr.book.results import save_results
 from sdr.book.runs import run_dir
 from sdr.book.sources import caption
+from sdr.outputs import scratch_folder
 
 
 class ChapterCheckFailed(AssertionError):
@@ -117,7 +117,7 @@ class ChapterRun:
         parameters.check_rules(values, parameters.parameter_rules(self.chapter, load_profiles()), notebook)
         self.p = SimpleNamespace(**values)
         self.profile = self.p.profile
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"sdr-{self.chapter}-"))
+        self.workdir = scratch_folder(f"sdr-{self.chapter}-")
         from sdr import datasets
 
         models = [getattr(self.p, "model_name", None) if self.loads_model else None, *self.models]

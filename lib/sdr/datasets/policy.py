@@ -12,7 +12,6 @@ registry's entries and of how files are downloaded.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from sdr.datasets.download import (_MINILM_NAMES, DatasetUnavailable, _folder_wi
 from sdr.datasets.lock import sha256_of
 from sdr.datasets.registry import (CHAPTER_DATA, CHAPTER_MODELS, SAME_LAYOUT_AS, Dataset, fetch_command, get,
                                    paper_files)
+from sdr.outputs import scratch_folder
 
 
 #
@@ -202,7 +202,7 @@ class ChapterData:
         self.needs = tuple(dict.fromkeys(needs))
         for name in self.needs:
             get(name)  # unknown names fail here
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"sdr-{chapter}-data-"))
+        self.workdir = Path(workdir) if workdir else scratch_folder(f"sdr-{chapter}-data-")
         self.progress = progress
         self.inputs: dict[str, DataInput] = {}
         self.absent: list[str] = []  # optional inputs neither found nor replicated (smoke/real)

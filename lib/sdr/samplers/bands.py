@@ -11,12 +11,9 @@ It changes with SciNCL's sampling recipe; the search itself is :mod:`sdr.sampler
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sdr.outputs import scratch_folder
 from sdr.samplers.examples import SamplingReport, Triplet, _finish
 from sdr.samplers.knn import METRICS, NeighbourIndex, exact_neighbours
 
@@ -218,8 +216,7 @@ class SearchCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             return self.folder
         if self._temporary is None:
-            self._temporary = Path(tempfile.mkdtemp(prefix="sdr-band-cache-"))
-            atexit.register(shutil.rmtree, self._temporary, True)
+            self._temporary = scratch_folder("sdr-band-cache-")
         return self._temporary
 
     def get(self, key: str, depth: int) -> np.ndarray | None:
