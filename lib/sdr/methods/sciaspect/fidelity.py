@@ -37,9 +37,11 @@ class Setting:
 #: task Avg + 11 × Out of task Avg) / 17 = Avg without SciDocs for 7 of its 8 models (tests/test_sciaspect.py).
 THESIS_SCIREPEVAL_TASKS = {"in_train": 6, "out_of_train": 11}
 
-#: How the thesis measured its rows (§4.3-4.5), per benchmark.
+#: How the thesis measured its rows (§4.3-4.5), per benchmark. The data is named by what it holds, not by the route
+#: that fetched it: the thesis crawled the Graph API, the book reads the bulk datasets by default, and either gives
+#: today's graph (the deviation list states the snapshot difference).
 THESIS = {
-    benchmark: Setting(data="Semantic Scholar citations with intents of SciNCL's w/o-leakage anchors (the API)",
+    benchmark: Setting(data="Semantic Scholar citations with intents of SciNCL's w/o-leakage anchors",
                        model="SciBERT (12 layers), [CLS], 512 tokens",
                        protocol="every instance, 2 epochs, effective batch 8, lr 2e-05, cosine, 100 warm-up steps",
                        benchmark=protocol)
