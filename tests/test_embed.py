@@ -329,3 +329,29 @@ def test_normalisation_can_be_set_so_untrained_and_trained_folders_read_alike():
     not; a comparison passes normalize=False (or True) so both are read the same way."""
     assert embed.load_model("minilm", layers=1, device="cpu").normalize is True  # the folder's declaration
     assert embed.load_model("minilm", layers=1, device="cpu", normalize=False).normalize is False
+
+
+def test_a_released_checkpoints_scidocs_row_reads_the_vectors_the_released_part_cached(fresh_tiny_encoder, replicas,
+                                                                                     tmp_path, monkeypatch):
+    """SPECTER's and SciNCL's SciDocs tables read a released checkpoint (``released=``) through the embeddings cache
+    under the key ``sdr evaluate all`` (the released part, before training) stored it by, so SciDocs is embedded
+    once by that model: the same scores, no second embedding. Without ``released`` the encoder embeds as before."""
+    from sdr.evaluate import scidocs, suite
+    from sdr.methods import specter
+
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    fresh_tiny_encoder().save(folder)
+    scored = suite.evaluate_model(str(folder), ["scidocs"], {"scidocs": replicas["scidocs"]})
+    assert scored["cached"] == []
+    encoder = embed.load_model(str(folder), None, None, 0, "cpu", None)
+    papers = scidocs.read_papers(replicas["scidocs"])
+    calls = []
+    original = encoder.encode_papers
+    monkeypatch.setattr(encoder, "encode_papers", lambda *a, **k: calls.append(1) or original(*a, **k))
+    row = specter.scidocs_scores(encoder, papers, replicas["scidocs"], True, released=(str(folder), 0))
+    assert calls == []
+    expected = book.scidocs_row(scored["benchmarks"]["scidocs"]["result"])
+    assert {k: row[k] for k in expected} == pytest.approx(expected)
+    again = specter.scidocs_scores(encoder, papers, replicas["scidocs"], True)
+    assert calls == [1] and {k: again[k] for k in expected} == pytest.approx(expected, abs=1e-6)

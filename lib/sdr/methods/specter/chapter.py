@@ -282,10 +282,14 @@ def retrainer(run, training: TrainingSet, undirected: UndirectedSet, runs: Mappi
     return retrain
 
 
+#: How the chapters label a released checkpoint's row (``allenai/specter (released checkpoint)``).
+RELEASED_LABEL = "{} (released checkpoint)"
+
+
 def released_encoders(run) -> dict:
     """The released checkpoints the profile scores (``released_checkpoints``), loaded as their papers read them."""
     p = run.p
-    return {f"{name} (released checkpoint)": run.encoder(name=name, pooling="cls", max_length=p.released_max_length,
+    return {RELEASED_LABEL.format(name): run.encoder(name=name, pooling="cls", max_length=p.released_max_length,
                                                          num_layers=p.released_layers)
             for name in p.released_checkpoints}
 
@@ -299,7 +303,11 @@ def scidocs_table(run, inputs, models: Mapping, extend: Callable[[dict], dict] |
 
     papers = scidocs.read_papers(inputs.scidocs.path)
     extend = extend or dict
-    ours = pd.DataFrame({name: extend(scidocs_scores(encoder, papers, inputs.scidocs.path, run.p.recommendations))
+    # a released checkpoint's vectors through the embeddings cache (the released part embedded them before training)
+    released = {RELEASED_LABEL.format(name): (name, run.p.released_layers)
+                for name in getattr(run.p, "released_checkpoints", ())}
+    ours = pd.DataFrame({name: extend(scidocs_scores(encoder, papers, inputs.scidocs.path, run.p.recommendations,
+                                                     released=released.get(name)))
                          for name, encoder in models.items()}).T
     if not inputs.scidocs.real and (ours["missing embeddings"] != 0).any():
         raise ChapterCheckFailed(f"the SciDocs replica's metadata must name every paper: {ours['missing embeddings']}")

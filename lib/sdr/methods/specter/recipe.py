@@ -214,7 +214,8 @@ def plan_run(name: str, triplets: Sequence[Triplet], papers: Mapping[str, Paper]
 
 # ----------------------------------------------------------------------------------------- SciDocs
 def scidocs_scores(encoder: Encoder, papers: Mapping[str, Paper], scidocs_dir: str | Path,
-                   recommendations: bool = False, split: str = "test", batch_size: int = 32) -> dict:
+                   recommendations: bool = False, split: str = "test", batch_size: int = 32,
+                   released: tuple[str, int] | None = None) -> dict:
     """The 12 SciDocs metrics (+ ``avg``, × 100) of ``encoder`` on a folder in the official layout, and
     ``"missing embeddings"``: how many ids the tasks name that have no embedding.
 
@@ -223,10 +224,29 @@ def scidocs_scores(encoder: Encoder, papers: Mapping[str, Paper], scidocs_dir: s
     a zero vector in MAG/MeSH, a query skipped and a candidate dropped in the proximity tasks — and counted here,
     never an error. ``split="val"`` scores every task on its validation files (SciNCL's sweeps, §6); ``"test"`` is
     the official suite (proximity on test whatever the classification split).
+
+    ``released`` (a released model's name or folder and the layers kept) reads the papers' vectors through the
+    embeddings cache (:func:`sdr.evaluate.cache.read_or_embed`, benchmark ``scidocs``: the key ``sdr evaluate all``
+    and the released part use for the same texts), so the released checkpoint the chapter already scored before
+    training is not embedded on SciDocs a second time.
     """
     ids = sorted(papers)
-    vectors = encoder.encode_papers([papers[pid] for pid in ids], batch_size=batch_size, progress=False)
-    metrics = scidocs.evaluate(scidocs_dir, dict(zip(ids, vectors)), recomm=recommendations, val_or_test=split,
+
+    def embedded() -> dict:
+        return dict(zip(ids, encoder.encode_papers([papers[pid] for pid in ids], batch_size=batch_size,
+                                                   progress=False)))
+
+    if released is None:
+        vectors = embedded()
+    else:
+        from sdr.evaluate.cache import EmbeddingCache, read_or_embed, released_identity
+
+        identity = released_identity(*released)
+        vectors, _ = read_or_embed(EmbeddingCache() if identity is not None else None, identity, "scidocs",
+                                   {pid: encoder.paper_text(papers[pid]) for pid in ids},
+                                   max_length=encoder.max_length, pooling=encoder.pooling,
+                                   normalize=encoder.normalize, embed=embedded)
+    metrics = scidocs.evaluate(scidocs_dir, vectors, recomm=recommendations, val_or_test=split,
                                proximity_split=split, progress=False)
     return {**book.scidocs_row(metrics), "missing embeddings": int(metrics["missing_embeddings"]["count"])}
 
