@@ -258,7 +258,8 @@ RELEASED_CHECKS = [
 #: paper in the FAISS index, and SciNCL trained on the w/o-leakage triplets with texts from the bulk route.
 DRY_RUN_BRANCHES = ("released checks asserted", "training papers overlap SciDocs (with leakage)",
                     "leaderboard model trained with another seed", "paper bands unclipped (k-hard 4000)",
-                    "every training paper indexed", "w/o-leakage SciNCL trained")
+                    "every training paper indexed", "w/o-leakage SciNCL trained",
+                    "released checkpoint's SciDocs vectors read from the cache")
 
 #: The dry run's second SciNCL execution (issue 36, :func:`sdr.dryrun.run_on_given_graph`): the main part with
 #: ``graph_embedding`` set to an embedding of the mirror's ``s2orc_citation_graph`` edges, written as `sdr graph embed

@@ -304,11 +304,20 @@ def scidocs_table(run, inputs, models: Mapping, extend: Callable[[dict], dict] |
     papers = scidocs.read_papers(inputs.scidocs.path)
     extend = extend or dict
     # a released checkpoint's vectors through the embeddings cache (the released part embedded them before training)
-    released = {RELEASED_LABEL.format(name): (name, run.p.released_layers)
+    # (where the run loaded it from: the Hub name, or the dry run's stand-in folder, as the released part read it)
+    released = {RELEASED_LABEL.format(name): (run.data.model(name), run.p.released_layers)
                 for name in getattr(run.p, "released_checkpoints", ())}
-    ours = pd.DataFrame({name: extend(scidocs_scores(encoder, papers, inputs.scidocs.path, run.p.recommendations,
-                                                     released=released.get(name)))
-                         for name, encoder in models.items()}).T
+    rows, read_back = {}, []
+    for name, encoder in models.items():
+        cached: list[str] = []
+        rows[name] = extend(scidocs_scores(encoder, papers, inputs.scidocs.path, run.p.recommendations,
+                                           released=released.get(name), read_back=cached))
+        read_back += [name] * bool(cached)
+    ours = pd.DataFrame(rows).T
+    if read_back:
+        print(f"SciDocs vectors read back from the embeddings cache (the released part embedded them): "
+              f"{', '.join(read_back)}")
+        run.branch("released checkpoint's SciDocs vectors read from the cache")
     if not inputs.scidocs.real and (ours["missing embeddings"] != 0).any():
         raise ChapterCheckFailed(f"the SciDocs replica's metadata must name every paper: {ours['missing embeddings']}")
     scores = ours[METRIC_COLUMNS[:-1]].fillna(0)

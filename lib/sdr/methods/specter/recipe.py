@@ -215,7 +215,7 @@ def plan_run(name: str, triplets: Sequence[Triplet], papers: Mapping[str, Paper]
 # ----------------------------------------------------------------------------------------- SciDocs
 def scidocs_scores(encoder: Encoder, papers: Mapping[str, Paper], scidocs_dir: str | Path,
                    recommendations: bool = False, split: str = "test", batch_size: int = 32,
-                   released: tuple[str, int] | None = None) -> dict:
+                   released: tuple[str, int] | None = None, read_back: list | None = None) -> dict:
     """The 12 SciDocs metrics (+ ``avg``, × 100) of ``encoder`` on a folder in the official layout, and
     ``"missing embeddings"``: how many ids the tasks name that have no embedding.
 
@@ -228,7 +228,7 @@ def scidocs_scores(encoder: Encoder, papers: Mapping[str, Paper], scidocs_dir: s
     ``released`` (a released model's name or folder and the layers kept) reads the papers' vectors through the
     embeddings cache (:func:`sdr.evaluate.cache.read_or_embed`, benchmark ``scidocs``: the key ``sdr evaluate all``
     and the released part use for the same texts), so the released checkpoint the chapter already scored before
-    training is not embedded on SciDocs a second time.
+    training is not embedded on SciDocs a second time; ``read_back`` gets ``released[0]`` appended when it was.
     """
     ids = sorted(papers)
 
@@ -242,10 +242,14 @@ def scidocs_scores(encoder: Encoder, papers: Mapping[str, Paper], scidocs_dir: s
         from sdr.evaluate.cache import EmbeddingCache, read_or_embed, released_identity
 
         identity = released_identity(*released)
-        vectors, _ = read_or_embed(EmbeddingCache() if identity is not None else None, identity, "scidocs",
-                                   {pid: encoder.paper_text(papers[pid]) for pid in ids},
-                                   max_length=encoder.max_length, pooling=encoder.pooling,
-                                   normalize=encoder.normalize, embed=embedded)
+        vectors, cached = read_or_embed(EmbeddingCache() if identity is not None else None, identity, "scidocs",
+                                        # in the papers' own order, as `sdr evaluate all` reads them (the key
+                                        # digests the texts in order)
+                                        {pid: encoder.paper_text(paper) for pid, paper in papers.items()},
+                                        max_length=encoder.max_length, pooling=encoder.pooling,
+                                        normalize=encoder.normalize, embed=embedded)
+        if cached and read_back is not None:
+            read_back.append(released[0])
     metrics = scidocs.evaluate(scidocs_dir, vectors, recomm=recommendations, val_or_test=split,
                                proximity_split=split, progress=False)
     return {**book.scidocs_row(metrics), "missing embeddings": int(metrics["missing_embeddings"]["count"])}
