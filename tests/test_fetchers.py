@@ -468,3 +468,266 @@ def test_s2orc_fetch_begun_before_sizes_were_recorded_keeps_its_read_shards(tmp_
     again = s2orc.fetch_full_text(["12871252", "33333"], tmp_path, client=client(_shard_listing_transport),
                                   opener=lambda url: pytest.fail("a read shard was opened again"), progress=False)
     assert again["papers_kept"] == 2 and not (tmp_path / "shards_done.txt").exists()
+
+
+# ------------------------------------------------------------------------------- downloads under one retry policy
+class BreakingStream(io.RawIOBase):
+    """A response body that delivers ``limit`` bytes, then the connection drops (``http.client.IncompleteRead``,
+    as urllib raises when a body ends before its ``Content-Length``)."""
+
+    def __init__(self, data: bytes, limit: int):
+        self.data, self.limit, self.position = data, limit, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        import http.client
+
+        if self.position >= self.limit:
+            raise http.client.IncompleteRead(self.data[:self.position], len(self.data) - self.position)
+        chunk = self.data[self.position:min(self.limit, self.position + len(buffer))]
+        buffer[:len(chunk)] = chunk
+        self.position += len(chunk)
+        return len(chunk)
+
+
+def server_error(url, status=503, retry_after=None):
+    import urllib.error
+    from email.message import Message
+
+    headers = Message()
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    return urllib.error.HTTPError(url, status, "Service Unavailable", headers, io.BytesIO(b"<Error>SlowDown</Error>"))
+
+
+def test_a_5xx_retry_after_is_capped_by_max_backoff_but_a_429s_is_not():
+    answers = [Response(503, b"{}", {"Retry-After": "86400"}), Response(200, b'{"ok": 1}')]
+    waits = []
+    client = Client(rate=1e6, transport=lambda *a: answers.pop(0), sleep=waits.append, max_backoff_s=120)
+    assert client.json("GET", "https://x.test/f") == {"ok": 1} and waits == [120]  # not a day
+    answers = [Response(429, b"{}", {"Retry-After": "900"}), Response(200, b'{"ok": 2}')]
+    waits = []
+    client = Client(rate=1e6, transport=lambda *a: answers.pop(0), sleep=waits.append, max_backoff_s=120,
+                    say=lambda m: None)
+    assert client.json("GET", "https://x.test/g") == {"ok": 2} and waits == [900]  # a rate limit's wait is kept
+    # and the same cap on a download's 5xx (Client.retrying)
+    failures = [server_error("https://files.test/a", 503, "86400")]
+    waits = []
+
+    def attempt():
+        if failures:
+            raise failures.pop()
+        return b"body"
+
+    client = Client(rate=1e6, sleep=waits.append, max_backoff_s=120)
+    assert client.retrying("https://files.test/a", attempt) == b"body" and waits == [120]
+
+
+def _two_shard_service(fail):
+    """An S2ORC listing of two shards (the fixture's records split in two) and an opener that fails as ``fail``
+    says: ``{shard url: [exception or "break", …]}`` popped one an open, then it answers normally."""
+    raw = (FIXTURES / "s2orc_datasets" / "s2orc-shard-excerpt.jsonl").read_bytes()
+    lines = raw.splitlines(keepends=True)
+    shards = {"https://shards.example/s2orc/shard-0.gz?sig=x": gzip.compress(b"".join(lines[:2]), mtime=0),
+              "https://shards.example/s2orc/shard-1.gz?sig=x": gzip.compress(b"".join(lines[2:]), mtime=0)}
+    opened = []
+
+    def listing(method, url, headers, body, timeout):
+        return Response(200, json.dumps({"files": list(shards)}).encode())
+
+    def opener(url):
+        opened.append(url)
+        planned = fail.get(url) or []
+        if planned:
+            failure = planned.pop(0)
+            if failure == "break":
+                return BreakingStream(shards[url], len(shards[url]) // 2)
+            raise failure
+        return io.BytesIO(shards[url])
+
+    return listing, opener, opened
+
+
+S2ORC_WANTED = ["12871252", "33333", "999"]
+S2ORC_FILES = ("metadata/metadata.jsonl", "pdf_parses/pdf_parses.jsonl")
+
+
+def test_s2orc_shard_broken_midway_or_answering_5xx_is_read_again_with_back_off(tmp_path):
+    listing, opener, _ = _two_shard_service({})
+    s2orc.fetch_full_text(S2ORC_WANTED, tmp_path / "whole", client=client(listing), opener=opener, progress=False)
+    second = "https://shards.example/s2orc/shard-1.gz?sig=x"
+    listing, opener, opened = _two_shard_service({"https://shards.example/s2orc/shard-0.gz?sig=x": ["break"],
+                                                  second: [server_error(second, 503), server_error(second, 502)]})
+    waits = []
+    flaky = Client(rate=1e6, api_key="k", transport=listing, sleep=waits.append)
+    counts = s2orc.fetch_full_text(S2ORC_WANTED, tmp_path / "flaky", client=flaky, opener=opener, progress=False)
+    assert counts["papers_kept"] == 2 and len(opened) == 5  # each shard read whole once more per failure
+    assert waits == [1.0, 1.0, 2.0]  # the client's back-off: per shard 1 s, then 2 s
+    assert flaky.retried["network_error"] == 1 and flaky.retried["server_error"] == 2
+    for name in S2ORC_FILES:
+        assert (tmp_path / "flaky" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_an_s2orc_fetch_interrupted_after_its_first_shard_is_partial_and_resumes(tmp_path, monkeypatch):
+    from sdr import datasets
+
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    listing, opener, _ = _two_shard_service({})
+    whole = tmp_path / "whole"
+    s2orc.fetch_dataset(datasets.get("s2orc_specter"), whole, progress=False, client=client(listing), opener=opener,
+                        wanted=S2ORC_WANTED)
+    second = "https://shards.example/s2orc/shard-1.gz?sig=x"
+    listing, opener, opened = _two_shard_service({second: [server_error(second, 503)] * 3})
+    folder = tmp_path / "cache" / "s2orc_specter"
+    waits = []
+    down = Client(rate=1e6, api_key="k", transport=listing, sleep=waits.append, retries=2)
+    with pytest.raises(ApiError, match=r"S2ORC shard shard-1.gz \(https://shards.example/s2orc/shard-1.gz\): "
+                                       r"HTTP 503: .*after 3 attempts"):
+        s2orc.fetch_dataset(datasets.get("s2orc_specter"), folder, progress=False, client=down, opener=opener,
+                            wanted=S2ORC_WANTED)
+    assert waits == [1.0, 2.0] and "sig=" not in str(waits)
+    assert datasets.locate("s2orc_specter") is None  # both output files are there, but the fetch is not complete
+    row = _status_rows("s2orc_specter")[0]
+    assert row["state"] == "partial" and row["folder"] == str(folder)
+    assert row["detail"].startswith("partial: 1 of 2 shards (S2ORC shards")
+    assert "resume with `sdr data fetch s2orc_specter`" in row["detail"]
+    listed = {r["name"]: r for r in datasets.status_table()}["s2orc_specter"]
+    assert listed["where"] == "partial: 1 of 2 shards" and listed["path"] == str(folder)
+    first = len(opened)
+    s2orc.fetch_dataset(datasets.get("s2orc_specter"), folder, progress=False, client=client(listing), opener=opener,
+                        wanted=S2ORC_WANTED)
+    assert opened[first:] == [second]  # resumed at the second shard
+    assert datasets.locate("s2orc_specter") == folder and _status_rows("s2orc_specter")[0]["state"] == "present"
+    for name in S2ORC_FILES:
+        assert (folder / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def _hub_service(registry_path, fail):
+    """A Hub with two configs (a recorded listing in the API's shape, parquet files written here) and an opener
+    that fails as ``fail`` says (``{url: [exception or "break", …]}``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    registry_path.write_text(json.dumps({"name": "Fields of study", "type": "classification", "multi_label": True,
+                                         "data": {"meta": {"name": "allenai/scirepeval", "config": "fos"},
+                                                  "test": {"name": "allenai/scirepeval_test", "config": "fos"}},
+                                         "metrics": ["f1_macro"]}) + "\n")
+    files = {}
+    for name, table in {"meta": pa.table({"doc_id": [str(i) for i in range(300)],
+                                          "title": [f"title {i}" for i in range(300)]}),
+                        "test": pa.table({"doc_id": ["1", "2"], "labels": [[0, 2], [1]]})}.items():
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        files[f"https://huggingface.co/parquet/{name}/0000.parquet"] = buffer.getvalue()
+    listings = {"/api/datasets/allenai/scirepeval/parquet/fos": {"evaluation": ["https://huggingface.co/parquet/meta/0000.parquet"]},
+                "/api/datasets/allenai/scirepeval_test/parquet/fos": {"test": ["https://huggingface.co/parquet/test/0000.parquet"]}}
+    opened = []
+
+    def transport(method, url, headers, body, timeout):
+        return Response(200, json.dumps(listings[urllib.parse.urlparse(url).path]).encode())
+
+    def opener(url):
+        opened.append(url)
+        planned = fail.get(url) or []
+        if planned:
+            failure = planned.pop(0)
+            if failure == "break":
+                return BreakingStream(files[url], len(files[url]) // 2)
+            raise failure
+        return io.BytesIO(files[url])
+
+    return transport, opener, opened
+
+
+HUB_FILES = ("scirepeval/fos/evaluation.jsonl", "scirepeval_test/fos/test.jsonl")
+
+
+def test_a_hub_download_broken_midway_or_answering_5xx_is_retried_then_named_and_resumes(tmp_path):
+    from sdr import datasets
+    from sdr.fetchers import huggingface
+
+    meta, test = "https://huggingface.co/parquet/meta/0000.parquet", "https://huggingface.co/parquet/test/0000.parquet"
+    transport, opener, _ = _hub_service(tmp_path / "tasks.jsonl", {})
+    whole = huggingface.fetch_dataset(datasets.get("scirepeval_full"), tmp_path / "whole", progress=False,
+                                      client=client(transport), opener=opener, registry=tmp_path / "tasks.jsonl")
+    transport, opener, opened = _hub_service(tmp_path / "tasks.jsonl", {meta: ["break"], test: [server_error(test, 500)]})
+    waits = []
+    flaky = Client(rate=1e6, api_key="", transport=transport, sleep=waits.append)
+    huggingface.fetch_dataset(datasets.get("scirepeval_full"), tmp_path / "flaky", progress=False, client=flaky,
+                              opener=opener, registry=tmp_path / "tasks.jsonl")
+    assert opened == [meta, meta, test, test] and waits == [1.0, 1.0]
+    for name in HUB_FILES:
+        assert (tmp_path / "flaky" / name).read_bytes() == (whole / name).read_bytes(), name
+    # the second file's server stays down: an error naming its URL after the retries, the first split kept
+    transport, opener, opened = _hub_service(tmp_path / "tasks.jsonl", {test: [server_error(test, 503)] * 3})
+    broken = tmp_path / "broken"
+    with pytest.raises(ApiError, match=r"https://huggingface.co/parquet/test/0000.parquet: HTTP 503: .*after 3 "
+                                       r"attempts"):
+        huggingface.fetch_dataset(datasets.get("scirepeval_full"), broken, progress=False, opener=opener,
+                                  client=Client(rate=1e6, transport=transport, sleep=lambda s: None, retries=2),
+                                  registry=tmp_path / "tasks.jsonl")
+    assert not completion.fetch_state(broken).complete and (broken / HUB_FILES[0]).exists()
+    huggingface.fetch_dataset(datasets.get("scirepeval_full"), broken, progress=False, client=client(transport),
+                              opener=opener, registry=tmp_path / "tasks.jsonl")
+    assert opened.count(meta) == 1  # the written split was not downloaded again
+    assert completion.fetch_state(broken).complete
+    for name in HUB_FILES:
+        assert (broken / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def test_a_hub_network_error_reaches_sdr_data_fetch_as_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """Through the defaults (urllib's urlopen, the Hub's listing): the URLError of a dead connection is retried, then
+    `sdr data fetch` reports it with the URL, how far the fetch got and how to resume."""
+    import functools
+    import urllib.error
+    import urllib.request
+
+    from sdr import datasets
+    from sdr.cli import main as sdr_main
+    from sdr.fetchers import http, huggingface
+
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    transport, _, _ = _hub_service(tmp_path / "scirepeval_tasks.jsonl", {})  # the scirepeval dataset's registry
+    monkeypatch.setattr(http, "urllib_transport", transport)  # the listing answers
+    urls = []
+
+    def dead(url, timeout=None):
+        urls.append(url)
+        raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+
+    monkeypatch.setattr(urllib.request, "urlopen", dead)  # every file download fails
+    waits = []
+    monkeypatch.setattr(huggingface, "Client", functools.partial(Client, sleep=waits.append))
+    monkeypatch.setattr(datasets, "resolve", lambda name, **kw: tmp_path if name == "scirepeval" else None)
+    assert sdr_main(["data", "fetch", "scirepeval_full"]) == 1
+    err = capsys.readouterr().err
+    assert "scirepeval_full: not fetched: scirepeval_full: download failed: https://huggingface.co/parquet/meta/" \
+           "0000.parquet: network error after 7 attempts: URLError" in err
+    assert "partial: 0 of 2 configs" in err and "Traceback" not in err
+    assert len(urls) == 7 and waits == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+
+
+def test_a_504_at_the_smallest_page_is_retried_then_a_clear_error(tmp_path):
+    corpus = _corpus()
+    service = SyntheticGraphApi(corpus, page_size=1000, faults=Faults(gateway_timeout_above=5))  # below the minimum
+    asked = []
+
+    def recording(method, url, headers, body, timeout):
+        asked.append(int(urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["limit"][0]))
+        return service(method, url, headers, body, timeout)
+
+    waits = []
+    fetcher = semantic_scholar.CitationFetcher(
+        tmp_path, Client(rate=1e6, transport=recording, sleep=waits.append, retries=2), progress=False)
+    anchor = sorted(corpus.papers)[0]
+    with pytest.raises(ApiError, match=rf"/paper/{anchor}/citations\?limit=10&offset=0: HTTP 504: the gateway timed "
+                                       r"out even for pages of 10 links \(the smallest page, after 7 smaller pages "
+                                       r"and 2 retries with back-off\)"):
+        fetcher.fetch_links([anchor], "citations")
+    assert asked == [1000, 500, 250, 125, 62, 31, 15, 10, 10, 10]  # halved to the minimum, then retried there
+    assert waits == [1.0, 2.0] and fetcher.smaller_pages == 7
+    assert semantic_scholar.MIN_PAGE_LIMIT == 10

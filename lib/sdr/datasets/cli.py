@@ -47,8 +47,11 @@ def _cli_list(args) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     width = max(len(r["name"]) for r in rows)
+    where = max(len(r["where"]) for r in rows)
     for row in rows:
-        print(f"{row['name']:<{width}}  {row['where']:<8}  {row['licence'][:40]:<40}  {row['description'][:70]}")
+        print(f"{row['name']:<{width}}  {row['where']:<{where}}  {row['licence'][:40]:<40}  {row['description'][:70]}")
+        if row.get("detail"):
+            print(f"{'':<{width}}  {row['detail']}")
     return 0
 
 

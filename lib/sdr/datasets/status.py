@@ -57,20 +57,23 @@ def verify(name: str | Dataset, folder: str | Path | None = None) -> dict[str, s
 
 
 def status_table() -> list[dict]:
-    """One row per dataset: name, where it is found (SDR_DATA / cache / missing), licence, files."""
+    """One row per dataset: name, where it is found (SDR_DATA / cache / missing, or ``partial: N of M <unit>``
+    for an interrupted fetch, as :func:`chapter_status` says; ``detail`` then says how to resume), licence, files."""
     rows = []
     configured = os.environ.get("SDR_DATA")
     for dataset in DATASETS.values():
-        found = locate(dataset)
+        found, detail = locate(dataset), ""
         if found is None:
-            where = "missing"
+            found = partial_folder(dataset)
+            where = "missing" if found is None else fetch_state(found).summary()
+            detail = "" if found is None else fetch_state(found).describe(dataset.name)
         elif configured and found == Path(configured) / dataset.folder:
             where = "SDR_DATA"
         else:
             where = "cache"
         rows.append({"name": dataset.name, "where": where, "path": str(found) if found else "",
                      "files": len(dataset.files), "licence": dataset.licence,
-                     "description": dataset.description})
+                     "description": dataset.description, "detail": detail})
     return rows
 
 

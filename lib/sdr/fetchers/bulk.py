@@ -53,11 +53,12 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from sdr.fetchers import completion
-from sdr.fetchers.http import NETWORK_ERRORS, ApiError, Client
+from sdr.fetchers.http import (NETWORK_ERRORS, ApiError, Client, RetryPolicy, retry_after_seconds,
+                              retryable_status)
 
 DATASETS_API = "https://api.semanticscholar.org/datasets/v1"
 PAGE_LINKS = 1000  # links a written page holds (the Graph API's largest page)
-DOWNLOAD_ATTEMPTS = 8
+DOWNLOAD_ATTEMPTS = 8  # retries of one shard download (each resumes with Range where the last one stopped)
 BLOCK = 1 << 20
 
 #: Gzipped bytes a record takes, measured on Semantic Scholar's public samples of each dataset (100 records of
@@ -232,6 +233,8 @@ class ShardDownloader:
     def __init__(self, api: DatasetsApi, release: str, opener: Callable[..., Opened] = urllib_opener,
                  sleep: Callable[[float], None] = time.sleep, attempts: int = DOWNLOAD_ATTEMPTS, say=None):
         self.api, self.release, self.opener, self.sleep, self.attempts = api, release, opener, sleep, attempts
+        # the project's one retry policy (the client's back-off cap), with more retries: each resumes with Range
+        self.policy = RetryPolicy(attempts, api.client.max_backoff_s)
         self.say = say or (lambda message: print(message, file=sys.stderr, flush=True))
         self._links: dict[str, dict[str, str]] = {}
         self.refreshed = 0  # listings fetched again because links had expired
@@ -270,8 +273,12 @@ class ShardDownloader:
             if opened is not None and opened.status == 416 and start:  # the .part is already whole
                 os.replace(part, target)
                 return target.stat().st_size
+            retry_after = None
             if opened is not None and opened.status not in (200, 206):
+                if not retryable_status(opened.status):  # e.g. 404: asking again does not help
+                    raise ApiError(url.split("?", 1)[0], opened.status, f"shard {key} of {dataset}: download refused")
                 problem = ApiError(url.split("?", 1)[0], opened.status, "shard download failed")
+                retry_after = retry_after_seconds(opened.headers.get("retry-after"), time.time())
             if problem is None:
                 if opened.status == 200 and start:  # the server ignored Range: start over
                     start = 0
@@ -296,12 +303,12 @@ class ShardDownloader:
                     if size > total:
                         part.unlink()  # longer than the server says: corrupt, start again
                     problem = ConnectionError(f"{key}: {size:,} of {total:,} bytes arrived")
-            failures += 1
-            if failures > self.attempts:
+            if self.policy.gives_up(failures):
                 raise ApiError(url.split("?", 1)[0], getattr(opened, "status", 0) or 0,
-                               f"download failed {failures} times: {problem} (run the fetch again to resume)")
+                               f"download failed {failures + 1} times: {problem} (run the fetch again to resume)")
             self.resumed += 1
-            self.sleep(min(300.0, 2.0 ** failures))
+            self.sleep(self.policy.wait_s(failures, retry_after))
+            failures += 1
 
 
 # ---------------------------------------------------------------------------------------------- DuckDB filters

@@ -105,6 +105,15 @@ class FetchState:
     progress: dict = field(default_factory=dict)
     problem: str = ""
 
+    def summary(self) -> str:
+        """A few words: ``complete``, ``partial: N of M <unit>`` (how far the fetch got) or ``partial``."""
+        if self.complete:
+            return "complete"
+        if self.progress and not self.problem:
+            p = self.progress
+            return f"partial: {p.get('done', 0):,} of {p.get('total', 0):,} {p.get('unit', 'items')}"
+        return "partial"
+
     def describe(self, dataset_name: str) -> str:
         if self.complete:
             counts = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
@@ -114,9 +123,7 @@ class FetchState:
         if self.problem:
             return f"partial: {self.problem}; {resume}"
         if self.progress:
-            p = self.progress
-            return (f"partial: {p.get('done', 0):,} of {p.get('total', 0):,} {p.get('unit', 'items')} "
-                    f"({p.get('phase', 'fetch')}, {p.get('updated', '?')}); {resume}")
+            return f"{self.summary()} ({self.progress.get('phase', 'fetch')}, {self.progress.get('updated', '?')}); {resume}"
         return f"partial: the fetch did not finish (no completion record); {resume}"
 
 

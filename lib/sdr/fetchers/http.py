@@ -4,13 +4,18 @@ transport that tests replace with recorded or hand-written responses (no test to
 What a multi-day fetch meets, and what :class:`Client` does about it:
 
 * a network error (connection refused or reset, a timeout, a truncated answer: ``URLError``, ``OSError``,
-  ``http.client.HTTPException``) or a 5xx is retried ``retries`` times with exponential back-off, then raised as
-  :class:`NetworkError` / :class:`ApiError` naming the URL (the fetch resumes where it stopped on the next run);
+  ``http.client.HTTPException``) or a 5xx is retried ``retries`` times with exponential back-off (a 5xx's
+  ``Retry-After`` is honoured up to ``max_backoff_s``), then raised as :class:`NetworkError` / :class:`ApiError`
+  naming the URL (the fetch resumes where it stopped on the next run);
 * HTTP 429 (rate limited) waits ``Retry-After`` — given in seconds or as an HTTP date (RFC 9110 §10.2.3) — or an
   exponential back-off capped at ``max_backoff_s``, and keeps waiting for up to ``rate_limit_patience_s`` in all
   (six hours by default) instead of giving up after a few tries: a long rate limit slows a fetch, it does not end it;
 * statuses a caller handles itself (``pass_through``, e.g. a 504 that makes the Graph API fetcher ask for a smaller
   page) are returned at once.
+
+:class:`RetryPolicy` is that policy (how many retries, how long each wait), the one every download of the project
+follows: :meth:`Client.request` for API calls, :meth:`Client.retrying` for file downloads outside it (S2ORC shards,
+Hugging Face parquet files) and :class:`sdr.fetchers.bulk.ShardDownloader` for the bulk shards.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timezone
+from typing import TypeVar
 
 API_KEY_ENV = "S2_API_KEY"
 SERVER_ERRORS = (500, 502, 503, 504)
@@ -101,6 +107,31 @@ def retry_after_seconds(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries and back-off of the project's downloads: after the ``failures``-th failed attempt (counted from 0)
+    wait ``2 ** failures`` seconds, or the server's ``Retry-After``, never longer than ``max_backoff_s``; give up
+    after ``retries`` retries (``retries + 1`` attempts)."""
+
+    retries: int = 6
+    max_backoff_s: float = 300.0
+
+    def wait_s(self, failures: int, retry_after: float | None = None) -> float:
+        wait = 2.0 ** min(failures, 30) if retry_after is None else retry_after
+        return min(self.max_backoff_s, wait)
+
+    def gives_up(self, failures: int) -> bool:
+        return failures >= self.retries
+
+
+def retryable_status(status: int) -> bool:
+    """Whether an HTTP status is worth asking again (a rate limit or a server error) rather than an answer."""
+    return status in RETRY_STATUSES
+
+
+T = TypeVar("T")
+
+
 class Client:
     """GET/POST JSON with at most ``rate`` requests per second and an ``x-api-key`` header when ``S2_API_KEY`` is
     set; network errors and 5xx retried ``retries`` times, 429 waited out for up to ``rate_limit_patience_s`` (see
@@ -130,6 +161,11 @@ class Client:
             self.sleep(self.interval - (now - self._last))
         self._last = self.clock()
 
+    @property
+    def policy(self) -> RetryPolicy:
+        """This client's :class:`RetryPolicy` (from ``retries`` and ``max_backoff_s``)."""
+        return RetryPolicy(self.retries, self.max_backoff_s)
+
     def _back_off(self, seconds: float) -> None:
         self.waited_s += seconds
         self.sleep(seconds)
@@ -157,17 +193,17 @@ class Client:
             try:
                 response = self.transport(method, url, headers, body, self.timeout)
             except NETWORK_ERRORS as error:
-                if failures >= self.retries:
+                if self.policy.gives_up(failures):
                     raise NetworkError(url, error, failures + 1) from None
                 self.retried["network_error"] += 1
-                self._back_off(min(self.max_backoff_s, 2.0 ** failures))
+                self._back_off(self.policy.wait_s(failures))
                 failures += 1
                 continue
             if response.status in pass_through or response.status not in RETRY_STATUSES:
                 return response
             if response.status == RATE_LIMITED:
                 wait = retry_after_seconds(response.header("Retry-After"), self.now())
-                wait = min(self.max_backoff_s, 2.0 ** min(limited, 20)) if wait is None else wait
+                wait = self.policy.wait_s(limited) if wait is None else wait  # a 429's own wait is not capped
                 if limited_s + wait > self.rate_limit_patience_s:
                     return response  # rate limited for longer than we wait: the caller raises, naming the URL
                 if wait >= 60:
@@ -177,11 +213,41 @@ class Client:
                 self._back_off(wait)
                 limited, limited_s = limited + 1, limited_s + wait
                 continue
-            if failures >= self.retries:
+            if self.policy.gives_up(failures):
                 return response
-            wait = retry_after_seconds(response.header("Retry-After"), self.now())
+            # a 5xx's Retry-After is capped: a server that is down says nothing reliable about when it is back
+            wait = self.policy.wait_s(failures, retry_after_seconds(response.header("Retry-After"), self.now()))
             self.retried["server_error"] += 1
-            self._back_off(min(self.max_backoff_s, 2.0 ** failures) if wait is None else wait)
+            self._back_off(wait)
+            failures += 1
+
+    def retrying(self, url: str, attempt: Callable[[], T], retryable: tuple[type[BaseException], ...] = ()) -> T:
+        """``attempt()`` (a download outside :meth:`request`: a shard through a pre-signed link, a parquet file)
+        under this client's :class:`RetryPolicy`, its waits counted as :meth:`request`'s are.
+
+        A network error (:data:`NETWORK_ERRORS`, or one of ``retryable``: e.g. a gzip stream that ended early) and
+        an HTTP 429/5xx (urllib's ``HTTPError``) are retried; when the retries are spent, raised as
+        :class:`NetworkError` / :class:`ApiError` naming ``url``. Any other HTTP error is raised at once as
+        :class:`ApiError` with its status (an expired link, a missing file: the caller decides)."""
+        failures = 0
+        while True:
+            try:
+                return attempt()
+            except urllib.error.HTTPError as error:
+                if not retryable_status(error.code):
+                    raise ApiError(url, error.code, str(error.reason)) from None
+                if self.policy.gives_up(failures):
+                    raise ApiError(url, error.code, f"{error.reason} (after {failures + 1} attempts; the fetch "
+                                                    f"resumes where it stopped when run again)") from None
+                headers = error.headers if error.headers is not None else {}
+                wait = self.policy.wait_s(failures, retry_after_seconds(headers.get("Retry-After"), self.now()))
+                self.retried["rate_limited" if error.code == RATE_LIMITED else "server_error"] += 1
+            except (*NETWORK_ERRORS, *retryable) as error:
+                if self.policy.gives_up(failures):
+                    raise NetworkError(url, error, failures + 1) from None
+                wait = self.policy.wait_s(failures)
+                self.retried["network_error"] += 1
+            self._back_off(wait)
             failures += 1
 
     def json(self, method: str, url: str, params: dict | None = None, payload=None, allow=(200,),

@@ -6,12 +6,14 @@ configs it reads (``data.meta``, ``data.test``, ``data.reviewers``: ``{"name": "
 ``{split: [url, …]}``, the files of the ``refs/convert/parquet`` branch), every file is downloaded and written as
 ``<folder>/<repo name>/<config>/<split>.jsonl`` — what ``Dataset.to_json`` writes, the layout the evaluator reads.
 A split already written is skipped, so an interrupted fetch resumes; each split is written to a temporary file
-renamed into place. The completion record (:mod:`sdr.fetchers.completion`) is written last: the folder counts as
+renamed into place. A parquet file whose download breaks off or answers a 5xx is downloaded again under the
+client's retry policy (:meth:`sdr.fetchers.http.Client.retrying`), then the error names the file's URL. The completion record (:mod:`sdr.fetchers.completion`) is written last: the folder counts as
 present only then, not when ``scirepeval_tasks.jsonl`` (copied first) is there.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -42,6 +44,12 @@ def registry_datasets(registry: str | Path) -> list[tuple[str, str]]:
 
 def _open_url(url: str):
     return urllib.request.urlopen(url, timeout=300)
+
+
+def _download(opener: Callable[[str], io.BufferedIOBase], url: str) -> bytes:
+    """The whole body of ``url`` (a connection that breaks mid-way raises: the caller retries it whole)."""
+    with opener(url) as handle:
+        return handle.read()
 
 
 def _jsonable(value):
@@ -81,8 +89,8 @@ def fetch_configs(pairs: list[tuple[str, str]], folder: str | Path, client: Clie
             temporary = target.with_suffix(".jsonl.partial")
             with temporary.open("w", encoding="utf-8") as out:
                 for url in urls:
-                    with opener(url) as handle:
-                        table = parquet.read_table(io.BytesIO(handle.read()))
+                    body = client.retrying(url, functools.partial(_download, opener, url))
+                    table = parquet.read_table(io.BytesIO(body))
                     for record in table.to_pylist():
                         out.write(json.dumps(_jsonable(record), default=str) + "\n")
                         rows += 1

@@ -11,17 +11,18 @@ and each paragraph span under the last section header that starts before it.
 
 Shards already read are listed in ``shards_done.jsonl`` with the sizes the two output files had after each, so an
 interrupted fetch resumes at the next shard after cutting both files back to the last finished shard (a torn or
-half-written shard's lines are dropped and read again). A shard whose stream breaks off is read again (up to
-``SHARD_ATTEMPTS`` times); a pre-signed link that expired (HTTP 400/403) is replaced by a fresh listing. The
-completion record (:mod:`sdr.fetchers.completion`) is written last.
+half-written shard's lines are dropped and read again). A shard whose stream breaks off, or that S3 answers with a
+5xx, is read again under the client's retry policy (:meth:`sdr.fetchers.http.Client.retrying`: exponential
+back-off, then an error naming the shard); a pre-signed link that expired (HTTP 400/403) is replaced by a fresh
+listing. The completion record (:mod:`sdr.fetchers.completion`) is written last.
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import json
-import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Callable, Iterable
@@ -30,10 +31,13 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from sdr.fetchers import completion
-from sdr.fetchers.http import NETWORK_ERRORS, Client
+from sdr.fetchers.http import ApiError, Client
 
 DATASETS_API = "https://api.semanticscholar.org/datasets/v1"
-SHARD_ATTEMPTS = 3
+#: Fresh listings a shard may need in a row before its link's refusal counts as an error (a key without access).
+LISTING_REFRESHES = 3
+#: Errors of a gzip stream cut short (besides the network errors): the shard is read again.
+TRUNCATED_STREAM = (EOFError, zlib.error)
 
 
 def _spans(annotations: dict, name: str) -> list[dict]:
@@ -123,10 +127,6 @@ def _read_done(folder: Path, metadata_path: Path, parses_path: Path) -> set[str]
     return {entry["shard"] for entry in entries}
 
 
-def _is_expired(error: BaseException) -> bool:
-    return isinstance(error, urllib.error.HTTPError) and error.code in (400, 403)
-
-
 def fetch_full_text(wanted: Iterable[str], folder: str | Path, client: Client | None = None,
                     opener: Callable[[str], io.BufferedIOBase] = _open_url, release: str = "latest",
                     progress: bool = True) -> dict:
@@ -145,38 +145,46 @@ def fetch_full_text(wanted: Iterable[str], folder: str | Path, client: Client | 
     status = completion.Progress(folder, every_s=0)
     print(f"S2ORC ({release}): {len(urls)} shards to read (each a few GB gzipped; all of them are streamed, only "
           f"the {len(wanted):,} wanted papers are kept), {len(done)} already read; writing {folder}")
+    status.update("S2ORC shards", len(done), len(urls), "shards", force=True)
     read = 0
+
+    def read_shard(index: int, key: str) -> tuple[list, list, set, int]:
+        """One shard, streamed whole: (metadata lines, pdf_parses lines, their ids, records read)."""
+        shard_metadata, shard_parses, shard_ids, shard_read = [], [], set(), 0
+        with opener(urls[index]) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+            for line_number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                shard_read += 1
+                record = json.loads(line)
+                corpus_id = str(record.get("corpusid"))
+                if corpus_id not in wanted or corpus_id in kept_ids or corpus_id in shard_ids:
+                    continue
+                try:
+                    metadata, parse = convert(record)
+                except (ValueError, TypeError, KeyError) as error:
+                    raise ValueError(f"{key}:{line_number}: {error}") from None
+                shard_metadata.append(metadata)
+                shard_parses.append(parse)
+                shard_ids.add(corpus_id)
+        return shard_metadata, shard_parses, shard_ids, shard_read
+
     for index in tqdm(range(len(urls)), desc="S2ORC shards", unit="shard", disable=not progress):
         key = _shard_key(urls[index], index)
         if key in done:
             continue
-        for attempt in range(1, SHARD_ATTEMPTS + 1):
-            shard_metadata, shard_parses, shard_ids, shard_read = [], [], set(), 0
+        refreshes = 0
+        while True:
+            name = f"S2ORC shard {key} ({urls[index].split('?', 1)[0]})"  # the link without its signature
             try:
-                with opener(urls[index]) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
-                    for line_number, line in enumerate(lines, start=1):
-                        if not line.strip():
-                            continue
-                        shard_read += 1
-                        record = json.loads(line)
-                        corpus_id = str(record.get("corpusid"))
-                        if corpus_id not in wanted or corpus_id in kept_ids or corpus_id in shard_ids:
-                            continue
-                        try:
-                            metadata, parse = convert(record)
-                        except (ValueError, TypeError, KeyError) as error:
-                            raise ValueError(f"{key}:{line_number}: {error}") from None
-                        shard_metadata.append(metadata)
-                        shard_parses.append(parse)
-                        shard_ids.add(corpus_id)
+                shard_metadata, shard_parses, shard_ids, shard_read = client.retrying(
+                    name, functools.partial(read_shard, index, key), retryable=TRUNCATED_STREAM)
                 break
-            except (*NETWORK_ERRORS, EOFError, zlib.error) as error:
-                if _is_expired(error):
-                    urls = shard_urls(client, release)  # the pre-signed links expired: a fresh listing
-                elif attempt == SHARD_ATTEMPTS or isinstance(error, urllib.error.HTTPError):
+            except ApiError as error:
+                if error.status not in (400, 403) or refreshes >= LISTING_REFRESHES:
                     raise
-                if attempt == SHARD_ATTEMPTS:
-                    raise
+                refreshes += 1
+                urls = shard_urls(client, release)  # the pre-signed links expired: a fresh listing
         read += shard_read
         kept_ids |= shard_ids
         # a shard's papers are written together after it was read whole, then the shard is marked read with the

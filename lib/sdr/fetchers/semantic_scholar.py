@@ -152,12 +152,21 @@ class CitationFetcher:
                 self.truncated += 1
                 return pages
             size = min(self.page_limit, self.link_cap - offset)
+            # a 504 comes back at once while the page can shrink; at the smallest page it is retried with back-off
+            # like any 5xx (Client.request), then it is an error
+            shrinkable = self.page_limit > MIN_PAGE_LIMIT
             response = self.client.request("GET", url, {"fields": LINK_FIELDS, "limit": size, "offset": offset},
-                                           pass_through=(504, 400))
-            if response.status == 504 and self.page_limit > MIN_PAGE_LIMIT:
+                                           pass_through=(504, 400) if shrinkable else (400,))
+            if response.status == 504 and shrinkable:
                 self.page_limit = max(MIN_PAGE_LIMIT, self.page_limit // 2)  # the server timed out: ask for less
                 self.smaller_pages += 1
                 continue
+            if response.status == 504:
+                raise ApiError(response_url(url, size, offset), 504,
+                               f"the gateway timed out even for pages of {size} links (the smallest page, after "
+                               f"{self.smaller_pages} smaller pages and {self.client.retries} retries with back-off); "
+                               f"the Graph API is overloaded for this paper: run the fetch again later to resume, "
+                               f"or use the bulk route (sdr data fetch s2ag_bulk_*)")
             if response.status == 400 and offset > 0:
                 # past the links the API serves for this paper: a stated truncation, not an error
                 pages[-1] = {**pages[-1], "truncated": True, "cap": offset}
