@@ -38,12 +38,12 @@ def services(corpus, **options):
     return ids, datasets_api, graph_api, client
 
 
-def fetch(name, folder, corpus, anchors=None, opener=None, **options):
+def fetch(name, folder, corpus, anchors=None, opener=None, release="latest", **options):
     ids, datasets_api, graph_api, client = services(corpus, **options)
     if anchors is None and name != "s2orc_citation_graph":
         anchors = [graph_api.external(p) for p in sorted(corpus.papers)[::5]]  # 40-hex ids, resolved by /paper/batch
     bulk.fetch_dataset(datasets.get(name), folder, progress=False, client=client, opener=opener or datasets_api.open,
-                       anchors=anchors, sleep=lambda s: None, memory_limit="512MB")
+                       anchors=anchors, sleep=lambda s: None, memory_limit="512MB", release=release)
     return ids, datasets_api
 
 
@@ -274,3 +274,74 @@ def test_the_texts_route_names_a_bad_triples_line(tmp_path, monkeypatch):
     monkeypatch.setattr(datasets, "resolve", lambda name: wol)
     with pytest.raises(ValueError, match=r"specter-wol__train_triples.csv:2: expected three S2 corpus ids"):
         bulk.text_ids_for(datasets.get("s2ag_bulk_wol_texts"))
+
+
+# ---------------------------------------------------------------------------------------------- the release
+def test_a_named_release_is_checked_against_the_listing_and_recorded(tmp_path, corpus):
+    ids, datasets_api = fetch("s2orc_citation_graph", tmp_path / "named", corpus, release="2024-04-02")
+    assert "GET /release" in datasets_api.requests  # the listing was asked
+    counts = completion.fetch_state(tmp_path / "named").record["counts"]
+    assert counts["release"] == "2024-04-02" and counts["release_requested"] == "2024-04-02"
+    fetch("s2orc_citation_graph", tmp_path / "latest", corpus)
+    latest = completion.fetch_state(tmp_path / "latest").record["counts"]
+    assert latest["release"] == "2024-04-02" and latest["release_requested"] == "latest"
+    for name in ("edges/citations-part-00000.tsv.gz", "graph_stats.json"):
+        assert (tmp_path / "named" / name).read_bytes() == (tmp_path / "latest" / name).read_bytes(), name
+    with pytest.raises(ApiError, match=r"release '2099-01-01' is not in the Datasets API's release listing \(2 "
+                                       r"releases; the most recent: 2024-04-02, 2023-03-14\)"):
+        fetch("s2orc_citation_graph", tmp_path / "unknown", corpus, release="2099-01-01")
+    assert not (tmp_path / "unknown" / "release.json").exists()
+
+
+def test_sdr_data_fetch_release_reaches_the_bulk_fetcher(tmp_path, corpus, monkeypatch, capsys):
+    from sdr.cli import main as sdr_main
+    from sdr.fetchers import http
+
+    monkeypatch.delenv("SDR_DATA", raising=False)
+    monkeypatch.setenv("SDR_DATA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("S2_API_KEY", "test-key")
+    api = SyntheticDatasetsApi(corpus)
+    monkeypatch.setattr(http, "urllib_transport", api)  # the default client's transport: no network
+    assert sdr_main(["data", "fetch", "s2orc_citation_graph", "--release", "2099-01-01"]) == 1
+    err = capsys.readouterr().err
+    assert "s2orc_citation_graph: not fetched: s2orc_citation_graph: fetch failed: " in err
+    assert "release '2099-01-01' is not in the Datasets API's release listing" in err
+    assert "the most recent: 2024-04-02, 2023-03-14" in err and "Traceback" not in err
+    assert api.requests == ["GET /release"]  # stopped before any shard was listed
+    assert sdr_main(["data", "fetch", "specter_wol", "--release", "2024-04-02"]) == 2
+    assert "--release chooses a Semantic Scholar Datasets API release, which only the bulk datasets read" in \
+        capsys.readouterr().err
+
+
+def test_shard_downloads_follow_the_one_retry_policy(tmp_path, corpus):
+    """A 5xx from S3 is retried with the client's back-off (its Retry-After capped), a 404 fails at once naming the
+    shard, and a dropped connection resumes with Range to the shard's bytes."""
+    import io as _io
+
+    from sdr.fetchers.bulk import Opened, ShardDownloader
+
+    api = SyntheticDatasetsApi(corpus, drop_after_bytes=100)
+    client = Client(rate=1e6, api_key="k", transport=api, sleep=lambda s: None, max_backoff_s=60)
+    answers = [Opened(503, {"retry-after": "86400"}, _io.BytesIO(b"<Error>SlowDown</Error>")),
+               Opened(500, {}, _io.BytesIO(b""))]
+
+    def flaky(url, start=0):
+        return answers.pop(0) if answers else api.open(url, start)
+
+    waits = []
+    downloader = ShardDownloader(bulk.DatasetsApi(client), "2024-04-02", flaky, sleep=waits.append)
+    key = next(iter(api.shards["papers"]))
+    size = downloader.download("papers", key, tmp_path / key)
+    assert (tmp_path / key).read_bytes() == api.shards["papers"][key] and size == len(api.shards["papers"][key])
+    assert waits == [60, 2.0, 4.0]  # capped Retry-After, then 2 s (a 500), 4 s (the dropped connection, resumed)
+    opened = []
+
+    def missing(url, start=0):
+        opened.append(url)
+        return Opened(404, {})
+
+    with pytest.raises(ApiError, match=r"https://s2ag-datasets.example/2024-04-02/papers/part-00001.jsonl.gz: HTTP "
+                                       r"404: shard part-00001.jsonl.gz of papers: download refused"):
+        ShardDownloader(bulk.DatasetsApi(client), "2024-04-02", missing, sleep=waits.append).download(
+            "papers", "part-00001.jsonl.gz", tmp_path / "other")
+    assert len(opened) == 1

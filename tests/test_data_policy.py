@@ -309,3 +309,17 @@ def test_the_committed_lock_pins_registry_files_the_registry_has_no_digest_for(m
     github = [(d.name, f.path) for d in datasets.DATASETS.values() for f in d.files
               if not f.sha256 and f.url and f.url.startswith("https://raw.githubusercontent.com/")]
     assert github and all(path in lock.get(name, {}) for name, path in github)
+
+
+def test_sdr_data_list_shows_a_partial_fetch_as_partial_not_missing(monkeypatch, isolated, capsys):
+    _toy_fetcher(monkeypatch, [2])
+    with pytest.raises(DatasetUnavailable):
+        datasets.fetch_any("fetched", progress=False)
+    folder = isolated / "cache" / "fetched"
+    row = {r["name"]: r for r in datasets.status_table()}["fetched"]
+    assert row["where"] == "partial: 2 of 3 parts" and row["path"] == str(folder)
+    assert row["detail"] == datasets.chapter_status("toychapter")[0]["detail"]  # as sdr data status says it
+    assert "resume with `sdr data fetch fetched`" in row["detail"]
+    assert sdr_main(["data", "list"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fetched "))
+    assert "partial: 2 of 3 parts" in line and "missing" not in line

@@ -219,3 +219,45 @@ def test_the_chapters_triplet_call_reuses_the_search_across_seeds(monkeypatch):
         knn_band_triplets(points, ids, **{k: getattr(BANDS, k) for k in ("k_pos", "c_pos", "k_hard", "c_hard",
                                                                           "c_easy")}, seed=seed, **QUIET)
     assert (store.misses, store.hits) == (1, 2)  # three seeds, one search
+
+
+def test_deep_searches_switch_from_faiss_gpu_to_torch_at_faiss_gpu_max_k(monkeypatch):
+    """The routing of NeighbourIndex(device="auto") on a machine with a GPU, decided here on the CPU: the GPU probes
+    say there is one, FAISS's GPU index is stood in for by its CPU index, and torch's CUDA upload is recorded instead
+    of done. k + 1 <= FAISS_GPU_MAX_K searches on FAISS's GPU index, deeper ones through torch; without torch CUDA a
+    deep search stays on FAISS's CPU index; device="faiss-gpu" refuses a deep search naming the limit."""
+    import faiss
+
+    from sdr.samplers import knn
+
+    limit = knn.FAISS_GPU_MAX_K
+    points = np.random.default_rng(0).normal(size=(limit + 60, 4)).astype(np.float32)
+    monkeypatch.setattr(knn, "_faiss_gpus", lambda: 1)
+    cuda = [True]
+    monkeypatch.setattr(knn, "_torch_cuda", lambda: cuda[0])
+    moved = []
+    monkeypatch.setattr(faiss, "StandardGpuResources", lambda: "gpu resources", raising=False)
+    monkeypatch.setattr(faiss, "index_cpu_to_gpu", lambda resources, device, index: moved.append(device) or index,
+                        raising=False)
+
+    def torch_upload(self):  # what _prepare_torch does on a GPU, without the GPU
+        self.backend = "torch-cuda"
+
+    monkeypatch.setattr(knn.NeighbourIndex, "_prepare_torch", torch_upload)
+    assert NeighbourIndex(points, "l2").build(k=limit - 1).backend == "faiss-gpu" and moved == [0]  # k + 1 = limit
+    assert NeighbourIndex(points, "l2").build(k=limit).backend == "torch-cuda"  # k + 1 = limit + 1
+    assert NeighbourIndex(points, "l2").build(k=limit + 50).backend == "torch-cuda"
+    with pytest.raises(ValueError, match=rf"k \+ 1 = {limit + 1} > {limit}, FAISS's GPU limit"):
+        NeighbourIndex(points, "l2", device="faiss-gpu").build(k=limit)
+    cuda[0] = False  # FAISS sees a GPU, torch does not: a deep search stays exact on FAISS's CPU index
+    assert NeighbourIndex(points, "l2").build(k=limit).backend == "faiss-cpu"
+    monkeypatch.setattr(knn, "_faiss_gpus", lambda: 0)
+    cuda[0] = True  # only torch sees the GPU: every exact search goes through torch
+    assert NeighbourIndex(points, "l2").build(k=5).backend == "torch-cuda"
+    # the faiss-gpu route (its stand-in) finds what the CPU index finds
+    monkeypatch.setattr(knn, "_faiss_gpus", lambda: 1)
+    rows = np.arange(20)
+    on_gpu = NeighbourIndex(points, "l2")
+    found = np.concatenate([f for _, f in on_gpu.blocks(rows, 30, 8)])
+    assert on_gpu.backend == "faiss-gpu"
+    assert (found == np.concatenate([f for _, f in NeighbourIndex(points, "l2", device="cpu").blocks(rows, 30, 8)])).all()

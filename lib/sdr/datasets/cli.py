@@ -31,6 +31,8 @@ def register(subparsers) -> None:
     fetching.add_argument("--real-profile", action="store_true",
                           help="every dataset the real profile reads when found (the shared mirror's content)")
     fetching.add_argument("--force", action="store_true", help="download again even if present")
+    fetching.add_argument("--release", help="the Semantic Scholar Datasets API release a bulk dataset is read from "
+                                            "(an id of the API's release listing, e.g. 2024-04-02; default the latest)")
     fetching.set_defaults(func=_cli_fetch)
     status = commands.add_parser("status", help="what a chapter reads at paper: present, missing, unpinned")
     status.add_argument("--for", dest="chapter", required=True, choices=sorted(CHAPTER_DATA))
@@ -69,6 +71,8 @@ def _cli_fetch(args) -> int:
         raise ValueError("give a dataset NAME, --for CHAPTER, --real-profile or --model NAME")
     else:
         names = [args.name] if args.name else list(CHAPTER_DATA[args.chapter])
+    if args.release is not None and not args.name:
+        raise ValueError("--release goes with one bulk dataset NAME (sdr data fetch s2ag_bulk_flew --release ID)")
     check_fetch_targets(names)
     failed = []
     if args.chapter:
@@ -82,7 +86,7 @@ def _cli_fetch(args) -> int:
         dataset = get(name)
         print(f"{name}: {dataset.description}" + (f" ({dataset.size})" if dataset.size else ""), flush=True)
         try:
-            print(f"{name}: {fetch_any(name, force=args.force)}")
+            print(f"{name}: {fetch_any(name, force=args.force, release=args.release)}")
         except DatasetUnavailable as error:
             failed.append(name)
             print(f"{name}: not fetched: {error}", file=sys.stderr)

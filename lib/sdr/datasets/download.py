@@ -279,10 +279,20 @@ def partial_folder(dataset: Dataset) -> Path | None:
     return next((c for c in candidates if c.is_dir() and any(c.iterdir()) and not fetch_state(c).complete), None)
 
 
-def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True) -> Path:
+#: Fetchers that read a Semantic Scholar Datasets API release chosen by ``release`` (``sdr data fetch --release``).
+RELEASE_FETCHERS = ("bulk",)
+
+
+def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True, release: str | None = None) -> Path:
     """Get a dataset into the cache by whatever route it has: file URLs (then pinned, :func:`pin`) or an API
-    fetcher (:mod:`sdr.fetchers`)."""
+    fetcher (:mod:`sdr.fetchers`). ``release``: the Datasets API release a bulk fetch reads (default the latest)."""
     dataset = get(name)
+    options = {}
+    if release is not None:
+        if dataset.fetcher not in RELEASE_FETCHERS:
+            raise ValueError(f"{dataset.name}: --release chooses a Semantic Scholar Datasets API release, which only "
+                             f"the bulk datasets read ({', '.join(n for n, d in DATASETS.items() if d.fetcher in RELEASE_FETCHERS)})")
+        options["release"] = release
     if dataset.fetcher:
         from sdr import fetchers
 
@@ -292,7 +302,7 @@ def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True) -
         from sdr.fetchers.http import ApiError
 
         try:
-            fetchers.fetch_dataset(dataset, folder, progress=progress)  # resumes a partial fetch in ``folder``
+            fetchers.fetch_dataset(dataset, folder, progress=progress, **options)  # resumes a partial fetch
         except ApiError as error:  # the API refused or the network failed: say how far it got, as one error
             what = "download failed" if error.status == 0 else "fetch failed"
             raise DatasetUnavailable(f"{dataset.name}: {what}: {error}; {fetch_state(folder).describe(dataset.name)}"

@@ -30,10 +30,14 @@ spill folder) and keeps only what it needs:
 
 Every shard is downloaded to a ``.part`` file (resumed with an HTTP ``Range`` after a dropped connection, its
 length checked), filtered, marked done in ``work/done.jsonl`` and deleted: an interrupted fetch resumes at the
-next shard. Links that expired (S3 answers 400/403 a week after the listing) are listed again. The release is
-fixed at the first run (``release.json``), so a resume never mixes releases. Progress is one bar in bytes with an
-ETA per pass; :func:`bulk_plan` states the download size and time before anything starts (and chapters' cost
-plans can call it: :func:`bulk_fetch_work`). The completion record (:mod:`sdr.fetchers.completion`) is written last.
+next shard. A dropped connection or a 5xx is retried under the project's retry policy
+(:class:`sdr.fetchers.http.RetryPolicy`); links that expired (S3 answers 400/403 a week after the listing) are listed
+again. The release is the latest or one named with ``sdr data fetch NAME --release ID`` (checked against the API's
+release listing), fixed at the first run (``release.json``), so a resume never mixes releases; the completion record
+gives it. Progress is one bar in bytes with an ETA per pass, its total re-estimated from the real sizes of the shards
+downloaded so far; :func:`bulk_plan` states the download size and time before anything starts, estimated from
+records × bytes a record since the listing gives no sizes (and chapters' cost plans can call it:
+:func:`bulk_fetch_work`). The completion record (:mod:`sdr.fetchers.completion`) is written last.
 """
 
 from __future__ import annotations
@@ -65,7 +69,8 @@ BLOCK = 1 << 20
 #: citations, papers and abstracts, 3 of s2orc; ``samples/<name>/<name>-sample.jsonl.gz`` as mirrored in
 #: aliabusaleh/bdma-upc-sdm-lab @ 9d39df4), and records in a release (Kinney et al. 2023, arXiv:2301.10140v2:
 #: 225 M papers, 2.8 B citation edges; abstracts at most one a paper; S2ORC's README: 12.7 M full texts).
-#: :func:`bulk_plan` multiplies them: an estimate, replaced by the shards' real sizes once a fetch has listed them.
+#: :func:`bulk_plan` multiplies them: an estimate (the Datasets API lists a dataset's shard links, not their sizes);
+#: during a fetch the progress bar's total is re-estimated from the real sizes of the shards downloaded so far.
 BYTES_PER_RECORD = {"citations": 104, "papers": 190, "abstracts": 492, "s2orc": 21_228}
 RECORDS_PER_RELEASE = {"citations": 2_800_000_000, "papers": 225_000_000, "abstracts": 225_000_000,
                        "s2orc": 12_700_000}
@@ -74,6 +79,7 @@ RECORDS_PER_RELEASE = {"citations": 2_800_000_000, "papers": 225_000_000, "abstr
 #: ``benchmarks/results/bulk_filter.txt``).
 FILTER_MB_PER_S = 32.0
 SCINCL_TABLE4 = {"nodes": 52_526_134, "edges": 463_697_639}
+RECENT_RELEASES_SHOWN = 8  # releases an unknown --release's error lists (the API has one a week)
 
 
 # ---------------------------------------------------------------------------------------------- the routes
@@ -112,8 +118,9 @@ def bulk_plan(dataset: str, shard_bytes: dict[str, int] | None = None, bandwidth
               filter_mb_s: float = FILTER_MB_PER_S) -> dict:
     """What fetching ``dataset`` through the bulk route downloads and how long it takes, stated before it starts.
 
-    ``shard_bytes``: ``{dataset: total gzipped bytes}`` of a release when known (a fetch lists the shards and knows
-    their sizes), else the estimate records × bytes a record (:data:`BYTES_PER_RECORD`). Time = bytes ÷ bandwidth +
+    ``shard_bytes``: ``{dataset: total gzipped bytes}`` of a release when the caller knows them (the Datasets API's
+    listing does not give them, so :meth:`BulkFetch.run` states the estimate), else the estimate records × bytes a
+    record (:data:`BYTES_PER_RECORD`). Time = bytes ÷ bandwidth +
     bytes ÷ DuckDB's filter rate (the two are sequential per shard). Returns ``{"passes": [(dataset, purpose,
     bytes)], "bytes", "hours", "estimated"}``."""
     route = ROUTES[dataset]
@@ -406,8 +413,23 @@ class BulkFetch:
         self.folder = Path(self.folder)
         self.work = self.folder / "work"
         self.route = ROUTES[self.dataset]
+        self._release_checked = False
 
     # -- bookkeeping
+    def check_release(self) -> None:
+        """A release asked for by name (``--release``) must be in the API's release listing (``GET /release/``);
+        otherwise an error listing the most recent ones. ``latest`` is what the API says it is."""
+        if self.release == "latest" or self._release_checked:
+            return
+        known = self.api.releases()
+        if self.release not in known:
+            recent = ", ".join(sorted(known, reverse=True)[:RECENT_RELEASES_SHOWN])
+            raise ApiError(f"{self.api.base}/release/", 200,
+                           f"release {self.release!r} is not in the Datasets API's release listing ({len(known)} "
+                           f"releases; the most recent: {recent}); give one of them with --release, or leave "
+                           f"--release out for the latest")
+        self._release_checked = True
+
     def _fixed_release(self) -> dict:
         """The release of this fetch: chosen at the first run (``release.json``), kept by every resume."""
         path = self.folder / "release.json"
@@ -417,6 +439,7 @@ class BulkFetch:
                 raise ValueError(f"{path}: this fetch reads release {stored['release_id']}, not {self.release}; "
                                  f"delete {self.folder} to fetch another release")
             return stored
+        self.check_release()
         answer = self.api.release(self.release)
         stored = {"release_id": str(answer["release_id"]),
                   "datasets": sorted(d.get("name", "") for d in answer.get("datasets", []) if isinstance(d, dict))}
@@ -493,8 +516,7 @@ class BulkFetch:
         completion.begin(self.folder)
         release = self._fixed_release()
         downloader = ShardDownloader(self.api, release["release_id"], self.opener, self.sleep)
-        shard_bytes = None
-        plan = bulk_plan(self.dataset, shard_bytes)
+        plan = bulk_plan(self.dataset)  # an estimate: the listing gives no sizes (the bar re-estimates per shard)
         print(describe_plan(self.dataset, plan) + f"; release {release['release_id']}, writing {self.folder}")
         self.work.mkdir(parents=True, exist_ok=True)
         for leftover in self.work.glob("**/.*.tmp"):
@@ -521,7 +543,7 @@ class BulkFetch:
                     handle.write(json.dumps({"paperId": given, "kind": "anchors",
                                              "status": "no corpus id (unknown to /paper/batch)"}) + "\n")
         shutil.rmtree(self.work)
-        counts = {"release": release["release_id"], **counts,
+        counts = {"release": release["release_id"], "release_requested": self.release, **counts,
                   **{f"{name} shards": p["shards"] for name, p in passes.items()},
                   **{f"{name} bytes": p["bytes"] for name, p in passes.items()},
                   "links_refreshed": downloader.refreshed, "downloads_resumed": downloader.resumed}
@@ -819,9 +841,10 @@ def anchors_for(dataset) -> list[str]:
 def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client | None = None,
                   opener: Callable[..., Opened] = urllib_opener, anchors: list[str] | None = None,
                   release: str = "latest", memory_limit: str | None = None, sleep=time.sleep) -> Path:
-    """``sdr data fetch s2ag_bulk_flew | s2ag_bulk_thesis | s2orc_citation_graph | s2ag_bulk_wol_texts``
-    (``anchors``: for a ``texts`` route, the corpus ids; default :func:`text_ids_for`). The API key (``S2_API_KEY``) is
-    required by the Datasets API."""
+    """``sdr data fetch s2ag_bulk_flew | s2ag_bulk_thesis | s2orc_citation_graph | s2ag_bulk_wol_texts
+    [--release ID]`` (``anchors``: for a ``texts`` route, the corpus ids; default :func:`text_ids_for`). ``release``:
+    ``latest`` or a release id of the API's listing (checked; the completion record's counts give ``release`` and
+    ``release_requested``). The API key (``S2_API_KEY``) is required by the Datasets API."""
     if client is None and not os.environ.get("S2_API_KEY"):
         raise ApiError(DATASETS_API, 401, "the Datasets API needs an API key: set S2_API_KEY (ask for one at "
                                           "https://www.semanticscholar.org/product/api)")
@@ -831,6 +854,8 @@ def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client |
         return Path(folder)
     client = client or Client()
     fetch = BulkFetch(dataset.name, Path(folder), DatasetsApi(client), opener, release, progress, memory_limit, sleep)
+    if not (Path(folder) / "release.json").exists():
+        fetch.check_release()  # before the anchors are resolved: an unknown release stops the fetch at once
     corpus_anchors, unknown = None, []
     if fetch.route.kind == "texts":
         corpus_anchors = [int(a) for a in anchors] if anchors is not None else text_ids_for(dataset)
