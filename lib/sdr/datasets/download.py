@@ -280,7 +280,7 @@ def partial_folder(dataset: Dataset) -> Path | None:
 
 
 #: Fetchers that read a Semantic Scholar Datasets API release chosen by ``release`` (``sdr data fetch --release``).
-RELEASE_FETCHERS = ("bulk",)
+_RELEASE_FETCHERS = ("bulk",)
 
 
 def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True, release: str | None = None) -> Path:
@@ -289,9 +289,10 @@ def fetch_any(name: str | Dataset, force: bool = False, progress: bool = True, r
     dataset = get(name)
     options = {}
     if release is not None:
-        if dataset.fetcher not in RELEASE_FETCHERS:
+        if dataset.fetcher not in _RELEASE_FETCHERS:
+            readers = ", ".join(n for n, d in DATASETS.items() if d.fetcher in _RELEASE_FETCHERS)
             raise ValueError(f"{dataset.name}: --release chooses a Semantic Scholar Datasets API release, which only "
-                             f"the bulk datasets read ({', '.join(n for n, d in DATASETS.items() if d.fetcher in RELEASE_FETCHERS)})")
+                             f"the bulk datasets read ({readers})")
         options["release"] = release
     if dataset.fetcher:
         from sdr import fetchers

@@ -123,7 +123,8 @@ class FetchState:
         if self.problem:
             return f"partial: {self.problem}; {resume}"
         if self.progress:
-            return f"{self.summary()} ({self.progress.get('phase', 'fetch')}, {self.progress.get('updated', '?')}); {resume}"
+            phase, updated = self.progress.get("phase", "fetch"), self.progress.get("updated", "?")
+            return f"{self.summary()} ({phase}, {updated}); {resume}"
         return f"partial: the fetch did not finish (no completion record); {resume}"
 
 

@@ -7,8 +7,9 @@ configs it reads (``data.meta``, ``data.test``, ``data.reviewers``: ``{"name": "
 ``<folder>/<repo name>/<config>/<split>.jsonl`` — what ``Dataset.to_json`` writes, the layout the evaluator reads.
 A split already written is skipped, so an interrupted fetch resumes; each split is written to a temporary file
 renamed into place. A parquet file whose download breaks off or answers a 5xx is downloaded again under the
-client's retry policy (:meth:`sdr.fetchers.http.Client.retrying`), then the error names the file's URL. The completion record (:mod:`sdr.fetchers.completion`) is written last: the folder counts as
-present only then, not when ``scirepeval_tasks.jsonl`` (copied first) is there.
+client's retry policy (:meth:`sdr.fetchers.http.Client.retrying`), then the error names the file's URL. The
+completion record (:mod:`sdr.fetchers.completion`) is written last: the folder counts as present only then, not when
+``scirepeval_tasks.jsonl`` (copied first) is there.
 """
 
 from __future__ import annotations
