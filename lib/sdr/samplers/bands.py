@@ -231,10 +231,11 @@ class SearchCache:
         """(name, query rows, lists) of every kept search under ``key``: in memory, then on disk in ``folder``."""
         yield from ((name, rows, found) for name, (rows, found) in list(self._entries.items())
                     if name.startswith(f"{key}-"))
-        if self.folder is not None and self.folder.exists():
-            for path in sorted(self.folder.glob(f"{key}-*.rows.npy")):
+        folder = self.folder or self._temporary  # the temporary folder too: a large search dropped from memory
+        if folder is not None and folder.exists():
+            for path in sorted(folder.glob(f"{key}-*.rows.npy")):
                 name = path.name[:-len(".rows.npy")]
-                lists = self.folder / f"{name}.npy"
+                lists = folder / f"{name}.npy"
                 if name not in self._entries and lists.exists():
                     yield name, np.load(path), np.load(lists, mmap_mode="r")
 
