@@ -165,7 +165,7 @@ def part_bands(args) -> dict:
                        block_size=1024, cache=cache)
     reused = time.perf_counter() - started
     started = time.perf_counter()
-    SearchCache.key(vectors, ids, np.asarray(queries), "ip", "exact")  # the part of a reuse that grows with N × d
+    SearchCache.key(vectors, ids, "ip", "exact")  # the part of a reuse that grows with N × d
     key_s = time.perf_counter() - started
     started = time.perf_counter()
     triplets, report = second.triplets(main)

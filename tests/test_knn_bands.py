@@ -4,6 +4,8 @@ agree with FAISS, and an IVF index's band recall is measured against exact searc
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -206,9 +208,68 @@ def test_large_searches_are_kept_on_disk_for_later_processes(tmp_path):
     points, ids = plane_points(200, seed=6)
     first = knn_bands(points, ids, [BANDS], metric="l2", seed=1, cache=samplers.SearchCache(tmp_path, memory_bytes=0))
     kept = sorted(p.name for p in tmp_path.iterdir())
-    assert len(kept) == 2 and kept[0].endswith(".json") and kept[1].endswith(".npy")  # <key>.json, <key>.npy
+    # <name>.json, <name>.npy (the lists), <name>.rows.npy (their query rows)
+    assert [name.split(".", 1)[1] for name in kept] == ["json", "npy", "rows.npy"]
     later = knn_bands(points, ids, [BANDS], metric="l2", seed=1, cache=samplers.SearchCache(tmp_path))
     assert later.reused and later.triplets(BANDS) == first.triplets(BANDS)
+    # a later process asking for a share of those queries reads its rows from the file too
+    share = ids[50:60]
+    store = samplers.SearchCache(tmp_path)
+    part = knn_bands(points, ids, [BANDS], metric="l2", seed=3, query_ids=share, cache=store)
+    fresh = knn_bands(points, ids, [BANDS], metric="l2", seed=3, query_ids=share, cache=False)
+    assert part.reused and (store.hits, store.misses) == (1, 0) and part.triplets(BANDS) == fresh.triplets(BANDS)
+
+
+def test_a_search_over_a_superset_of_queries_serves_every_subset():
+    """Table 2's 1 % and 10 % rows and the sweeps query shares of the main run's training papers over the same
+    index: the main search serves them (its rows of their queries), with the bands a search of their own gives."""
+    points, ids = plane_points(400, seed=9)
+    store = samplers.SearchCache()
+    superset = [ids[i] for i in np.random.default_rng(0).permutation(300)]  # the main queries, in sampled order
+    main = knn_bands(points, ids, [BANDS], metric="l2", seed=0, query_ids=superset, cache=store)
+    assert not main.reused and (store.hits, store.misses) == (0, 1)
+    shallower = BandSetting(k_pos=5, c_pos=3, k_hard=20, c_hard=2, c_easy=3)
+    subsets = [(scincl.share_of_queries(superset, 0.01, 0), BANDS), (scincl.share_of_queries(superset, 0.1, 0), BANDS),
+               (scincl.share_of_queries(superset, 0.1, 4), shallower), (superset[::-1][:77], BANDS)]
+    for number, (queries, setting) in enumerate(subsets, start=1):
+        assert set(queries) < set(superset)
+        part = knn_bands(points, ids, [setting], metric="l2", seed=number, query_ids=queries, cache=store)
+        fresh = knn_bands(points, ids, [setting], metric="l2", seed=number, query_ids=queries, cache=False)
+        assert part.reused and "rows of these" in part.search
+        assert (store.hits, store.misses) == (number, 1)  # served by the main search, nothing searched again
+        np.testing.assert_array_equal(part.query_rows, fresh.query_rows)
+        for table in ("positives", "hard", "easy"):
+            np.testing.assert_array_equal(getattr(part, table)[setting], getattr(fresh, table)[setting])
+        assert part.triplets(setting) == fresh.triplets(setting)
+    # a query the main search did not have, or a deeper band: searched (and kept)
+    outside = knn_bands(points, ids, [BANDS], metric="l2", seed=0, query_ids=superset[:5] + [ids[350]], cache=store)
+    deeper = knn_bands(points, ids, [replace(BANDS, k_hard=80)], metric="l2", seed=0, query_ids=superset[:5],
+                       cache=store)
+    assert not outside.reused and not deeper.reused and store.misses == 3
+    # the deeper search (5 queries, depth 80) now serves a share of its queries at depth 40 too
+    assert knn_bands(points, ids, [BANDS], metric="l2", seed=0, query_ids=superset[1:3], cache=store).reused
+
+
+def test_one_search_at_paper_serves_the_chapters_seeds_ablations_and_sweeps(monkeypatch):
+    """The chapter's calls in their order at ``paper`` (max_queries 0: the main queries are every query paper): the
+    main search, then Table 2's rows over the seeds (k-hard shares, plain-random easy negatives, 1 % and 10 % of the
+    data) and the sweeps' share: one search in all."""
+    points, ids = plane_points(500, seed=10)
+    store = samplers.SearchCache()
+    monkeypatch.setattr(samplers.bands, "SEARCH_CACHE", store)
+    embedding = GraphEmbedding(ids=ids, vectors=points, config=GraphEmbeddingConfig())
+    main_queries = ids[:400]
+    bands = scincl.Bands(k_pos=10, c_pos=5, k_hard=40, c_hard=2, c_easy=3)
+    scincl.sample_triplets(embedding, bands, main_queries, seed=0)
+    for seed in (1, 2):
+        scincl.sample_triplets(embedding, bands, main_queries, seed)  # the reference's other seeds
+        scincl.sample_triplets(embedding, replace(bands, k_hard=20), main_queries, seed)  # k-hard share 0.5
+        scincl.sample_triplets(embedding, replace(bands, filtered_random=False), main_queries, seed)
+        for fraction in (0.01, 0.1):
+            scincl.sample_triplets(embedding, bands, scincl.share_of_queries(main_queries, fraction, 0), seed)
+    sweep = scincl.share_of_queries(main_queries, 0.1, 0)
+    scincl.search_bands(embedding, [bands, replace(bands, k_pos=5, c_pos=5)], sweep, seed=0)
+    assert (store.misses, store.hits) == (1, 2 * 5 + 1)
 
 
 def test_the_chapters_triplet_call_reuses_the_search_across_seeds(monkeypatch):

@@ -100,6 +100,7 @@ def test_specter_cost_plan_by_hand():
 def test_scincl_cost_plan_by_hand():
     p = SimpleNamespace(profile="paper", parts="all", index_every_paper=True, max_queries=10, epochs=1, batch_size=2,
                         accumulation_steps=2, max_length=64, graph_dimension=64, graph_epochs=2, k_pos=25, k_hard=4000,
+                        graph_test_fraction=0.01,
                         collision_fraction=1.0, collision_k_hard=[], band_check_queries=0, leaderboard_seeds=2,
                         csfcube_models=["SciNCL"], csfcube_max_length=32, released_checkpoints=[], released_max_length=512,
                         recommendations=False, ablations=["easy_random"], ablation_seeds=[0, 1], seed=0,
@@ -108,34 +109,57 @@ def test_scincl_cost_plan_by_hand():
                         sweep_recommendations=False, model_name="allenai/scibert_scivocab_uncased")
     cost = scincl.cost_plan(p)
     graph = _line(cost, "BigGraph embedding of SPECTER's triplet graph")
-    # 684,100 edges at most (one a triplet) × 2 epochs at 64 of 768 dimensions, at the measured PBG rate
-    assert graph.other_hours() == pytest.approx(684_100 * 2 * scincl.PBG_SECONDS_PER_EDGE_EPOCH * 64 / 768 / 3600)
+    # 684,100 edges at most (one a triplet; 1 % held out) × 2 epochs at 64 of 768 dimensions, at the measured PBG rates
+    rates = scincl.PBG_PHASE_RATES
+    assert graph.other_hours() == pytest.approx((
+        677_259 * 2 * scincl.PBG_SECONDS_PER_EDGE_EPOCH * 64 / 768 + 684_100 * rates["preprocess_s_per_edge_line"]
+        + 6_841 * rates["link_prediction_s_per_test_edge"] + 311_860 * 64 * rates["vectors_s_per_node_dimension"])
+        / 3600)
     search = _line(cost, "kNN bands of the main queries")
-    assert search.other_hours() == pytest.approx(10 * 311_860 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
+    assert search.runs == 1 and search.other_hours() == pytest.approx(
+        10 * 311_860 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
     # Fig. 5 samples every one of the 136,820 queries here (max_queries samples 10 for training): its own search
     collisions = _line(cost, "kNN bands of Fig. 5's queries (collision sweep)")
     assert collisions.runs == 1 and collisions.other_hours() == pytest.approx(
         136_820 * 311_860 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
     assert _line(cost, "train the leaderboard models again (each extra seed)").runs == 1  # SciNCL, seed 1
-    assert _line(cost, "kNN bands sampled again for each extra SciNCL seed").runs == 1
+    # every further sampling on the main graph reads the main search (SearchCache): a reuse's cost, no search
+    reuse = (311_860 * 64 * scincl.SEARCH_REUSE["seconds_per_node_dimension"]
+             + 10 * scincl.SEARCH_REUSE["seconds_per_query"]) / 3600
+    seeds = _line(cost, "kNN bands sampled again for each extra SciNCL seed (reused search)")
+    assert seeds.runs == 1 and seeds.other_hours() == pytest.approx(reuse)
+    assert "kNN bands of the main queries" in seeds.how and "no search" in seeds.how
     # Table 2: the plain-random row for seeds 0 and 1, the reference for seed 1 (seed 0 is the main run)
     assert _line(cost, "Table 2: easy negatives plain random").runs == 2
-    assert _line(cost, "Table 2: easy negatives plain random, kNN bands").runs == 2
+    row = _line(cost, "Table 2: easy negatives plain random, kNN bands (reused search)")
+    assert row.runs == 2 and row.other_hours() == pytest.approx(2 * reuse)
     assert _line(cost, "Table 2 reference: the main run with the other seeds").runs == 1
     assert _line(cost, "SciDocs: every Table 2 run").runs == 3
     assert not [w for w in cost.work if w.part == "sweeps"]  # no sweep named: no line
+    # the only searches: the main queries, Fig. 5's, the band checks and the w/o-leakage queries
+    searched = sorted(w.what for w in cost.work if w.kind == "knn" and "(reused search)" not in w.what)
+    assert searched == sorted(["kNN bands of the main queries", "kNN bands of Fig. 5's queries (collision sweep)",
+                               "band check (ranks of the checked triplets)", "kNN bands of the w/o-leakage queries",
+                               "band check of the w/o-leakage triplets"])
     wol = _line(cost, "kNN bands of the w/o-leakage queries")
     assert wol.other_hours() == pytest.approx(10 * 680_967 * 64 * scincl.FLAT_SEARCH_SECONDS / 3600)
+    # Table 2's leakage row samples on a graph of its own: searched for its first seed, reused for the second
+    leaky = _line(scincl.cost_plan(SimpleNamespace(**{**vars(p), "ablations": ["leakage"]})),
+                  "Table 2: graph with the evaluation papers, kNN bands")
+    assert leaky.runs == 2 and leaky.other_hours() == pytest.approx(search.other_hours() + reuse)
     # with a given embedding of S2ORC's graph the plan embeds nothing for the main part: it reads the given rows
     given = scincl.cost_plan(SimpleNamespace(**{**vars(p), "graph_embedding": "/data/s2orc_graph"}))
-    assert not [w for w in given.work if w.what == "BigGraph embedding of SPECTER's triplet graph"]
+    assert not [w for w in given.work if w.kind == "graph" and "BigGraph" in w.what]
+    assert not [w for w in given.work if w.what.startswith("s2orc_citation_graph")]
     read = _line(given, "read the given S2ORC graph embedding (graph_embedding): the training papers' rows")
     assert read.part == "main" and "/data/s2orc_graph" in read.how and "not measured" not in read.how
     # every id of S2ORC's 52.5 M-node embedding, then the training papers' rows at 64 d (the parameters' dimension)
     assert read.other_hours() == pytest.approx((52_526_134 * 6.27e-07 + 311_860 * 64 * 4 / 2**30 * 5.48) / 3600)
     assert _line(given, "kNN bands of the main queries").other_hours() == search.other_hours()
-    assert _line(given, "read the given S2ORC graph embedding (graph_embedding): the w/o-leakage papers' rows").part \
-        == "without_leakage"
+    wol_read = _line(given, "read the given S2ORC graph embedding (graph_embedding): the w/o-leakage papers' rows")
+    # measured like the main part's read (GIVEN_EMBEDDING_READ), not a line of 0 h
+    assert wol_read.part == "without_leakage" and "not measured" not in wol_read.how
+    assert wol_read.other_hours() == pytest.approx((52_526_134 * 6.27e-07 + 680_967 * 64 * 4 / 2**30 * 5.48) / 3600)
     # the w/o-leakage part: the texts' bulk fetch, one training of 5 triplets a query, SciDocs and CSFCube
     from sdr.fetchers.bulk import bulk_plan
 
@@ -154,6 +178,80 @@ def test_the_given_embeddings_read_rates_are_the_committed_measurement():
     per_gib = re.search(r"\(([\d.]+) s a GiB of rows\)", raw).group(1)
     assert scincl.GIVEN_EMBEDDING_READ["seconds_per_id"] == pytest.approx(float(ids_s) / int(ids.replace(",", "")))
     assert scincl.GIVEN_EMBEDDING_READ["seconds_per_gib_of_rows"] == float(per_gib)
+
+
+def test_scincls_graph_and_search_rates_are_the_committed_1m_node_measurement():
+    """PBG's rates from the run at 1,000,000 nodes and the exact band search's from 700,000 papers
+    (benchmarks/results/graph_scale_1m.txt), not issue 21's 100 K-node run."""
+    raw = (Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "graph_scale_1m.txt").read_text()
+    pbg = json.loads(re.search(r"^RESULT pbg: (\{.*\})$", raw, re.M).group(1))
+    bands = json.loads(re.search(r"^RESULT bands: (\{.*\})$", raw, re.M).group(1))
+    assert pbg["nodes"] >= 1_000_000 and bands["nodes"] >= 700_000
+    assert (pbg["workers"], pbg["dimension"], pbg["epochs"]) == (scincl.PBG_WORKERS, 768, 1)
+    phases = pbg["phases"]
+    assert scincl.PBG_SECONDS_PER_EDGE_EPOCH == pytest.approx(phases["train"] / pbg["train_edges"], rel=1e-3)
+    rates = scincl.PBG_PHASE_RATES
+    assert rates["preprocess_s_per_edge_line"] == pytest.approx((phases["ids"] + phases["buckets"])
+                                                                / pbg["edge_lines"], rel=1e-3)
+    assert rates["link_prediction_s_per_test_edge"] == pytest.approx(phases["link_prediction"] / pbg["test_edges"],
+                                                                     rel=1e-3)
+    assert rates["vectors_s_per_node_dimension"] == pytest.approx(phases["vectors"] / (pbg["nodes"] * 768), rel=1e-3)
+    assert scincl.PBG_PEAK_RSS_MIB == round(pbg["peak_rss_mib"])
+    assert scincl.FLAT_SEARCH_SECONDS == pytest.approx(
+        bands["exact_search_and_bands_s"] / (bands["queries"] * bands["nodes"] * bands["dimension"]), rel=1e-3)
+    assert scincl.SEARCH_REUSE["seconds_per_node_dimension"] == pytest.approx(
+        bands["cache_key_s"] / (bands["nodes"] * bands["dimension"]), rel=1e-3)
+    assert scincl.SEARCH_REUSE["seconds_per_query"] == pytest.approx(
+        (bands["second_seed_s"] - bands["cache_key_s"]) / bands["queries"], rel=1e-3)
+
+
+def test_scincls_plan_on_s2orcs_graph_fetches_and_embeds_it():
+    """graph_source s2orc (no graph_embedding): the bulk fetch of s2orc_citation_graph and BigGraph on SciNCL Table 4's
+    graph at the parameters' epochs and dimension; the triplet graph is not embedded."""
+    from sdr.fetchers.bulk import bulk_plan
+
+    values = plan.chapter_values("scincl", "paper", {"parts": "all"})
+    cost = scincl.cost_plan(SimpleNamespace(**{**values, "graph_source": "s2orc"}))
+    assert not [w for w in cost.work if w.what == "BigGraph embedding of SPECTER's triplet graph"]
+    fetch = _line(cost, "s2orc_citation_graph: Semantic Scholar bulk datasets, filtered with DuckDB")
+    assert fetch.part == "main" and fetch.download_bytes == bulk_plan("s2orc_citation_graph")["bytes"]
+    assert fetch.other_hours() == pytest.approx(bulk_plan("s2orc_citation_graph")["hours"])
+    graph = _line(cost, "BigGraph embedding of S2ORC's citation graph (SciNCL Table 4)")
+    edges, nodes, epochs, d = 463_697_639, 52_526_134, values["graph_epochs"], values["graph_dimension"]
+    assert (epochs, d) == (20, 768)  # A.5
+    test = round(edges * values["graph_test_fraction"])
+    rates = scincl.PBG_PHASE_RATES
+    assert graph.other_hours() == pytest.approx(
+        ((edges - test) * epochs * scincl.PBG_SECONDS_PER_EDGE_EPOCH + edges * rates["preprocess_s_per_edge_line"]
+         + test * rates["link_prediction_s_per_test_edge"] + nodes * d * rates["vectors_s_per_node_dimension"])
+        / 3600)
+    assert graph.other_hours() > 300  # on this book's 2 cores: weeks, as the page's extrapolation says
+    assert _line(cost, "read the S2ORC graph embedding: the w/o-leakage papers' rows").part == "without_leakage"
+    with pytest.raises(ValueError, match="graph_source"):
+        scincl.cost_plan(SimpleNamespace(**{**values, "graph_source": "s2ag"}))
+
+
+def test_scincls_paper_plan_searches_once_per_embedding_and_query_set():
+    """At ``paper`` every seed, Table 2 row and sweep reads a kept search (SearchCache): the main search serves the
+    seeds and Table 2 (its 1 % and 10 % rows are shares of its queries), Fig. 5's search (10 % of the queries to
+    k-hard 8000) serves the sweeps (the same 10 %, no deeper)."""
+    cost = plan.chapter_cost_plan("scincl", "paper", {"parts": "all"})
+    searched = [w for w in cost.work if w.kind == "knn" and "(reused search)" not in w.what and w.runs]
+    assert sorted(w.what for w in searched) == sorted([
+        "kNN bands of the main queries", "kNN bands of Fig. 5's queries (collision sweep)",
+        "band check (ranks of the checked triplets)", "kNN bands of the w/o-leakage queries",
+        "band check of the w/o-leakage triplets"])
+    assert all(w.runs == 1 for w in searched)
+    reused = [w for w in cost.work if w.what.endswith("(reused search)")]
+    assert {w.part for w in reused} == {"seeds", "ablations", "sweeps"}
+    assert _line(cost, "kNN bands sampled again for each extra SciNCL seed (reused search)").runs == 9
+    for share in ("1%", "10%"):
+        row = _line(cost, f"Table 2: {share} of the training set, kNN bands (reused search)")
+        assert row.runs == 3 and "'kNN bands of the main queries'" in row.how
+    sweep = _line(cost, "kNN bands of the sweep queries (one search a seed) (reused search)")
+    assert "'kNN bands of Fig. 5's queries (collision sweep)'" in sweep.how
+    # a reuse costs minutes, a search hours
+    assert max(w.hours for w in reused) < 0.1 < _line(cost, "kNN bands of the main queries").hours
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))

@@ -185,31 +185,39 @@ def _digest(array: np.ndarray, block_rows: int = 65536) -> str:
 
 
 class SearchCache:
-    """The neighbour lists of past searches (``queries × depth`` rows, nearest first, ``-1`` padding), keyed by the
-    embedding's bytes, the ids, the query rows, the metric and the index, so that every seed and ablation of a chapter
-    on one embedding reuses one search: the bands and the easy negatives are cheap to derive, the search is not (an
-    exact search of SciNCL's 136,820 queries over 680,967 papers takes hours on a CPU). A search to depth ``D``
-    serves every setting of depth ``≤ D`` (an exact search's first ``d`` neighbours are a search to depth ``d``,
-    ties aside).
+    """The neighbour lists of past searches (``queries × depth`` rows, nearest first, ``-1`` padding) with the query
+    rows each was searched for, keyed by what decides a query's answer — the embedding's bytes, the ids, the metric and
+    the index — so that every seed, ablation and sweep of a chapter on one embedding reuses one search: the bands and
+    the easy negatives are cheap to derive, the search is not (an exact search of SciNCL's 136,820 queries over
+    680,967 papers takes hours on a CPU). A kept search serves a later call whose query rows are all among its own
+    (the same queries, or a subset such as Table 2's 1 % and 10 % rows and the sweeps' 10 %: their rows are read from
+    it) to a depth ``≤`` its own (an exact search's first ``d`` neighbours are a search to depth ``d``, ties aside;
+    a query's neighbours do not depend on the other queries searched with it).
 
     Lists of up to ``memory_bytes`` stay in memory; larger ones are memory-mapped ``.npy`` files in ``folder``
     (``$SDR_BAND_CACHE``; by default a temporary folder removed at exit), where a later process finds them too
-    (``<key>.npy`` with ``<key>.json``). At most ``max_entries`` searches are kept, the least recently used dropped.
+    (``<key>-<queries>.npy`` with its query rows ``<key>-<queries>.rows.npy`` and ``<key>-<queries>.json``). At most
+    ``max_entries`` searches are kept in memory, the least recently used dropped. ``hits`` and ``misses`` count the
+    calls a kept search served and the ones it did not.
     """
 
     def __init__(self, folder: str | Path | None = None, memory_bytes: int = 1 << 30, max_entries: int = 4):
         self.folder = Path(folder) if folder else None
         self.memory_bytes, self.max_entries = memory_bytes, max_entries
-        self._entries: OrderedDict[str, np.ndarray] = OrderedDict()
+        # entry name (``<key>-<query rows' digest>``) -> (query rows, neighbour lists)
+        self._entries: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._temporary: Path | None = None
         self.hits = self.misses = 0
 
     @staticmethod
-    def key(vectors: np.ndarray, ids: Sequence[str], query_rows: np.ndarray, metric: str, index: str) -> str:
-        """What a search depends on: the vectors, the ids (row order), the query rows, the metric, the index."""
-        parts = [_digest(vectors), hashlib.blake2b("\n".join(ids).encode(), digest_size=20).hexdigest(),
-                 _digest(np.asarray(query_rows, dtype=np.int64)), metric, index]
+    def key(vectors: np.ndarray, ids: Sequence[str], metric: str, index: str) -> str:
+        """What a query's neighbours depend on: the vectors, the ids (row order), the metric, the index."""
+        parts = [_digest(vectors), hashlib.blake2b("\n".join(ids).encode(), digest_size=20).hexdigest(), metric, index]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=20).hexdigest()
+
+    @staticmethod
+    def entry_name(key: str, query_rows: np.ndarray) -> str:
+        return f"{key}-{_digest(np.asarray(query_rows, dtype=np.int64))[:16]}"
 
     def _disk(self) -> Path:
         if self.folder is not None:
@@ -219,43 +227,83 @@ class SearchCache:
             self._temporary = scratch_folder("sdr-band-cache-")
         return self._temporary
 
-    def get(self, key: str, depth: int) -> np.ndarray | None:
-        """The neighbour lists of a search of depth ≥ ``depth`` (its first ``depth`` columns), or None."""
-        found = self._entries.get(key)
-        if found is None and self.folder is not None and (self.folder / f"{key}.npy").exists():
-            found = np.load(self.folder / f"{key}.npy", mmap_mode="r")
-            self._entries[key] = found
-        if found is None or found.shape[1] < depth:
-            self.misses += 1
-            return None
-        self._entries.move_to_end(key)
-        self.hits += 1
-        return found[:, :depth]
+    def _candidates(self, key: str):
+        """(name, query rows, lists) of every kept search under ``key``: in memory, then on disk in ``folder``."""
+        yield from ((name, rows, found) for name, (rows, found) in list(self._entries.items())
+                    if name.startswith(f"{key}-"))
+        folder = self.folder or self._temporary  # the temporary folder too: a large search dropped from memory
+        if folder is not None and folder.exists():
+            for path in sorted(folder.glob(f"{key}-*.rows.npy")):
+                name = path.name[:-len(".rows.npy")]
+                lists = folder / f"{name}.npy"
+                if name not in self._entries and lists.exists():
+                    yield name, np.load(path), np.load(lists, mmap_mode="r")
 
-    def allocate(self, key: str, shape: tuple[int, int], dtype) -> np.ndarray:
+    def get(self, key: str, query_rows: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """A kept search under ``key`` of depth ≥ ``depth`` whose queries include every one of ``query_rows``, as
+        ``(lists, positions)``: row ``positions[i]`` of ``lists`` (row ``i`` when ``positions`` is None: the same
+        queries in the same order) holds query ``query_rows[i]``'s neighbours; None when there is none."""
+        wanted = np.asarray(query_rows, dtype=np.int64)
+        for name, rows, found in self._candidates(key):
+            if found.shape[1] < depth:
+                continue
+            positions = _positions_in(rows, wanted)
+            if positions is False:
+                continue
+            self._entries[name] = (rows, found)
+            self._entries.move_to_end(name)
+            self._evict()
+            self.hits += 1
+            return found, positions
+        self.misses += 1
+        return None
+
+    def allocate(self, key: str, query_rows: np.ndarray, shape: tuple[int, int], dtype) -> np.ndarray:
         """Room for a search's lists: in memory, or a memory-mapped file when larger than ``memory_bytes``."""
         size = int(np.prod(shape)) * np.dtype(dtype).itemsize
         if size <= self.memory_bytes and self.folder is None:
             return np.empty(shape, dtype=dtype)
-        path = self._disk() / f"{key}.partial.npy"
+        path = self._disk() / f"{self.entry_name(key, query_rows)}.partial.npy"
         return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
 
-    def put(self, key: str, found: np.ndarray, about: dict | None = None) -> None:
+    def put(self, key: str, query_rows: np.ndarray, found: np.ndarray, about: dict | None = None) -> None:
+        """Keep the lists ``found`` of a search for ``query_rows`` (row ``i``: query ``query_rows[i]``)."""
+        rows = np.array(query_rows, dtype=np.int64)
+        name = self.entry_name(key, rows)
         if isinstance(found, np.memmap):
             found.flush()
             partial = Path(found.filename)
-            final = partial.with_name(f"{key}.npy")
-            os.replace(partial, final)
+            np.save(partial.with_name(f"{name}.rows.npy"), rows)
+            final = partial.with_name(f"{name}.npy")
+            os.replace(partial, final)  # the lists last: a search is found only when complete
             found = np.load(final, mmap_mode="r")
             if self.folder is not None:
-                (self.folder / f"{key}.json").write_text(json.dumps(about or {}, indent=1) + "\n", encoding="utf-8")
-        self._entries[key] = found
-        self._entries.move_to_end(key)
+                (self.folder / f"{name}.json").write_text(json.dumps(about or {}, indent=1) + "\n", encoding="utf-8")
+        self._entries[name] = (rows, found)
+        self._entries.move_to_end(name)
+        self._evict()
+
+    def _evict(self) -> None:
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def _positions_in(kept_rows: np.ndarray, wanted: np.ndarray) -> np.ndarray | None | bool:
+    """Where each of ``wanted`` is in ``kept_rows``: None when they are equal (same rows, same order), False when
+    one is missing."""
+    if len(kept_rows) == len(wanted) and np.array_equal(kept_rows, wanted):
+        return None
+    if not len(kept_rows):
+        return False
+    order = np.argsort(kept_rows, kind="stable")
+    ordered = kept_rows[order]
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    if not np.array_equal(ordered[at], wanted):
+        return False
+    return order[at]
 
 
 #: The process's search cache (``$SDR_BAND_CACHE`` keeps large searches across processes).
@@ -308,8 +356,9 @@ def knn_bands(
     as skipped.
 
     ``cache``: the search's neighbour lists are kept (:data:`SEARCH_CACHE`, or the :class:`SearchCache` given) and a
-    later call on the same embedding, ids, queries, metric and index — another seed, another band setting of no
-    greater depth, an ablation that changes only the sampling — reuses them instead of searching again
+    later call on the same embedding, ids, metric and index whose queries are among the kept search's — another seed,
+    another band setting of no greater depth, an ablation that changes only the sampling, a share of the queries (Table
+    2's 1 % and 10 % rows, the sweeps) — reuses them (its rows of those queries) instead of searching again
     (``KnnBands.search`` says "reused"). ``False`` searches without keeping anything (memory: one block).
     """
     import time
@@ -349,8 +398,8 @@ def knn_bands(
         vectors, metric, index, nlist=nlist, nprobe=nprobe, device=device, seed=seed)
     q = len(query_rows)
     store = SEARCH_CACHE if cache is True else (cache or None)
-    key = store.key(vectors, ids, query_rows, metric, _index_key(searcher)) if store is not None and q else None
-    kept = store.get(key, depth) if key is not None else None
+    key = store.key(vectors, ids, metric, _index_key(searcher)) if store is not None and q else None
+    kept = store.get(key, query_rows, depth) if key is not None else None
     reused = kept is not None
     row_type = np.int32 if n < 2 ** 31 else np.int64
     positives = {s: np.full((q, used.c_pos), -1, row_type) for s, (used, _) in clipped.items()}
@@ -363,10 +412,12 @@ def knn_bands(
     def searched_blocks():
         """(rows, neighbours) per block: from the kept search, or searched now (and kept)."""
         if reused:
+            lists, positions = kept
             for start in range(0, q, block_size):
-                yield query_rows[start:start + block_size], np.asarray(kept[start:start + block_size], dtype=np.int64)
+                rows = slice(start, start + block_size) if positions is None else positions[start:start + block_size]
+                yield query_rows[start:start + block_size], np.asarray(lists[rows, :depth], dtype=np.int64)
             return
-        buffer = store.allocate(key, (q, depth), row_type) if key is not None else None
+        buffer = store.allocate(key, query_rows, (q, depth), row_type) if key is not None else None
         position = 0
         for rows, found in searcher.blocks(query_rows, depth, block_size, progress=progress):
             if buffer is not None:
@@ -374,7 +425,7 @@ def knn_bands(
             position += len(rows)
             yield rows, found
         if buffer is not None:
-            store.put(key, buffer, {"n": n, "queries": q, "depth": depth, "metric": metric,
+            store.put(key, query_rows, buffer, {"n": n, "queries": q, "depth": depth, "metric": metric,
                                     "index": searcher.describe()})
 
     if q:
@@ -394,8 +445,9 @@ def knn_bands(
                     drawn = _random_rows_marked(n, used.c_easy, forbidden, rng, marked)
                     easy[s][done + j, :len(drawn)] = drawn
             done += len(rows)
-    search = (f"reused: the kept search of depth ≥ {depth} ({_index_key(searcher)} index, {metric})" if reused
-              else searcher.describe())
+    search = (f"reused: the kept search of depth ≥ {depth} ({_index_key(searcher)} index, {metric})"
+              + ("" if kept[1] is None else f", its rows of these {q:,} of its {len(kept[0]):,} queries")
+              if reused else searcher.describe())
     return KnnBands(ids=ids, query_rows=query_rows, queries_total=total, missing_queries=missing,
                     settings=clipped, positives=positives, hard=hard, easy=easy, search=search,
                     seconds=time.perf_counter() - started, reused=reused)

@@ -22,8 +22,10 @@ from sdr.methods.specter.paper import (CSFCUBE_PAPERS, SCIDOCS_PAPERS, SPECTER_P
 from sdr.plan import CostPlan, Part, Work, resolve_parts
 from sdr.released import ReleasedCheck
 
-__all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "PBG_SECONDS_PER_EDGE_EPOCH",
-           "FLAT_SEARCH_SECONDS", "GIVEN_EMBEDDING_READ", "cost_plan", "RELEASED_CHECKS", "DRY_RUN_BRANCHES",
+__all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "S2ORC_NODES", "S2ORC_EDGES",
+           "PBG_SECONDS_PER_EDGE_EPOCH", "PBG_WORKERS", "PBG_PHASE_RATES", "PBG_PEAK_RSS_MIB", "FLAT_SEARCH_SECONDS",
+           "SEARCH_REUSE", "GIVEN_EMBEDDING_READ", "GRAPH_SOURCES", "graph_route", "cost_plan", "RELEASED_CHECKS",
+           "DRY_RUN_BRANCHES",
            "write_dry_run_wol", "dry_run_wol_triples", "dry_run_wol_texts", "write_dry_run_wol_texts",
            "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "WOL_DEVIATION", "DRY_RUN_GIVEN_GRAPH", "TABLE2_NOT_RUN",
            "scincl_deviations"]
@@ -40,19 +42,20 @@ PARTS: dict[str, Part] = {
                  t4="about 2 Colab sessions of 12 h: the graph embedding and kNN search on the CPU, then two "
                     "trainings (resume = True in each new session)"),
     "seeds": Part("seeds", "Table 1's ±σ row: the leaderboard models trained with the next seeds (ten in all)",
-                  t4="about 13 Colab sessions of 12 h (nine more seeds of two models): a workstation GPU's job"),
+                  t4="about 8 Colab sessions of 12 h (nine more seeds of two models, their bands read from the main "
+                     "search): a workstation GPU's job"),
     "ablations": Part("ablations", "Table 2's rows (k-hard, plain-random easy negatives, 1 % and 10 % of the data, "
                       "BitFit; the Init. rows are not run), each over ablation_seeds",
-                      t4="about 17 Colab sessions of 12 h (each row and seed one main training, the data-share "
-                         "rows less): a workstation GPU's job"),
+                      t4="about 7 Colab sessions of 12 h (each row and seed one main training, the data-share "
+                         "rows less; their bands read from the main search): a workstation GPU's job"),
     "sweeps": Part("sweeps", "Figs. 2-3: the k+ and k-hard sweeps on 10 % of the queries, scored on SciDocs' "
-                   "validation split", t4="about 5 Colab sessions of 12 h (each point and seed a tenth of a main "
-                                          "training)"),
+                   "validation split", t4="about 4 Colab sessions of 12 h (each point and seed a tenth of a "
+                                          "main training; the bands read from Fig. 5's search)"),
     "without_leakage": Part("without_leakage", "Table 1's w/o-leakage SciNCL row: SciNCL's bands on the graph of its "
                             "released w/o-leakage triples (specter_wol), SciNCL trained on the sampled triplets whose "
                             "papers have texts (s2ag_bulk_wol_texts, the bulk route) and scored on SciDocs and CSFCube; "
                             "the w/o-leakage SPECTER row is not trained",
-                            t4="about 3 Colab sessions of 12 h: the texts' bulk fetch (≈ 3 h), the graph embedding "
+                            t4="about 2 Colab sessions of 12 h: the texts' bulk fetch (≈ 3 h), the graph embedding "
                                "and kNN search on the CPU, then one training"),
 }
 PART_NEEDS = {"seeds": "main", "ablations": "main", "sweeps": "main"}
@@ -62,47 +65,140 @@ PART_NEEDS = {"seeds": "main", "ablations": "main", "sweeps": "main"}
 MDCR_DOCUMENTS = paper_size("benchmark_sizes", "MDCR documents", "texts")
 #: The unique papers of SciNCL's w/o-leakage triples (A.4: 680,967), every one a node of their graph's index.
 WOL_PAPERS = paper_size("scincl_table4", "Unique paper IDs", "random_s2orc_without_leakage", ref="A.4")
-#: PyTorch-BigGraph's training time per edge and epoch at 768 dimensions, one worker: measured on this book's 2-core
-#: machine (benchmarks/results/graph_scale.txt: 495,015 edges × 1 epoch in 77.7 s); scaled ∝ dimension (assumed).
-PBG_SECONDS_PER_EDGE_EPOCH = 1.570e-04
-#: Exact (flat) FAISS search, seconds per query × indexed paper × dimension: measured on the same machine
-#: (benchmarks/results/graph_scale.txt: 100 queries over 1,000,000 × 768 in 66.0 s).
-FLAT_SEARCH_SECONDS = 8.592e-10
+#: SciNCL's graph (Table 4, the with-leakage column: S2ORC's citation graph): 52,526,134 nodes, 463,697,639 edges.
+S2ORC_NODES = paper_size("scincl_table4", "Nodes", "replicated_specter_with_leakage")
+S2ORC_EDGES = paper_size("scincl_table4", "Edges", "replicated_specter_with_leakage")
+#: PyTorch-BigGraph (:func:`sdr.graph.embed_edge_files`) at 768 d on this book's 2-core CPU with its PBG_WORKERS
+#: HOGWILD workers, measured at 1,000,000 nodes (benchmarks/results/graph_scale_1m.txt: 1,980,001 training edges × 1
+#: epoch, 3 partitions), phase by phase: training seconds per training edge and epoch (250.5 s), preprocessing (ids
+#: and buckets, 13.9 s) per edge line, link prediction (18.6 s) per held-out edge, the vectors (25.1 s) per node and
+#: dimension; training scaled ∝ dimension (assumed). Peak RSS of that run: PBG_PEAK_RSS_MIB.
+PBG_SECONDS_PER_EDGE_EPOCH = 1.265e-04
+PBG_WORKERS = 2
+PBG_PHASE_RATES = {"preprocess_s_per_edge_line": 6.945e-06, "link_prediction_s_per_test_edge": 9.357e-04,
+                   "vectors_s_per_node_dimension": 3.267e-08}
+PBG_PEAK_RSS_MIB = 4371
+#: Exact (flat) FAISS search with the bands, seconds per query × indexed paper × dimension: measured on the same
+#: machine (benchmarks/results/graph_scale_1m.txt: 512 queries over 700,000 × 768 to depth 4001 in 91.4 s).
+FLAT_SEARCH_SECONDS = 3.319e-10
+#: A search reused (:class:`sdr.samplers.SearchCache`): hashing the embedding to find it (seconds per node × dimension:
+#: 15.6 s for 700,000 × 768) and each query's bands and easy negatives read from it (1.6 ms a query): the same run's
+#: second seed, 16.5 s for 512 queries.
+SEARCH_REUSE = {"seconds_per_node_dimension": 2.906e-08, "seconds_per_query": 1.635e-03}
 #: Reading a given graph embedding (``graph_embedding``; benchmarks/results/given_embedding.txt, the same machine):
 #: seconds an id of ``ids.txt`` (:func:`sdr.graph.given.read_given_embedding`, 10 M ids in 6.27 s) and seconds a GiB
 #: of the training papers' rows (``restrict``, 312,436 rows of 768 d in 4.90 s, page cache warm: a cold disk adds its
 #: read time); the given embedding's size is taken as S2ORC's graph (SciNCL Table 4: 52,526,134 nodes).
 GIVEN_EMBEDDING_READ = {"seconds_per_id": 6.27e-07, "seconds_per_gib_of_rows": 5.48}
-GIVEN_EMBEDDING_NODES = 52_526_134
+GIVEN_EMBEDDING_NODES = S2ORC_NODES
+#: Where the chapter's citation embedding comes from (``graph_source``; a given ``graph_embedding`` overrides it):
+#: BigGraph on the citations inside SPECTER's triplets, or on S2ORC's citation graph (``s2orc_citation_graph``).
+GRAPH_SOURCES = {"triplets": "the citations inside SPECTER's triplets",
+                 "s2orc": "S2ORC's citation graph (s2orc_citation_graph, the bulk route)"}
+
+
+def graph_route(p) -> str:
+    """``"given"`` (``graph_embedding`` is set: its rows are read), else ``graph_source`` (:data:`GRAPH_SOURCES`;
+    ``"triplets"`` when the parameters have none)."""
+    if getattr(p, "graph_embedding", ""):
+        return "given"
+    source = getattr(p, "graph_source", "") or "triplets"
+    if source not in GRAPH_SOURCES:
+        raise ValueError(f"graph_source must be one of {sorted(GRAPH_SOURCES)}, got {source!r}")
+    return source
+
+
+def _pbg_hours(train_edges: int, edge_lines: int, test_edges: int, nodes: int, epochs: int, dimension: int) -> float:
+    """embed_edge_files' phases at the measured rates (:data:`PBG_SECONDS_PER_EDGE_EPOCH`, :data:`PBG_PHASE_RATES`)."""
+    seconds = (train_edges * epochs * PBG_SECONDS_PER_EDGE_EPOCH * dimension / 768
+               + edge_lines * PBG_PHASE_RATES["preprocess_s_per_edge_line"]
+               + test_edges * PBG_PHASE_RATES["link_prediction_s_per_test_edge"]
+               + nodes * dimension * PBG_PHASE_RATES["vectors_s_per_node_dimension"])
+    return seconds / 3600
+
+
+_PBG_MEASURED = (f"{PBG_SECONDS_PER_EDGE_EPOCH:.4g} s a training edge-epoch at 768 d with {PBG_WORKERS} HOGWILD "
+                 "workers, preprocessing, link prediction and vectors at their rates (measured at 1 M nodes on this "
+                 "book's 2-core CPU, benchmarks/results/graph_scale_1m.txt)")
 
 
 def _graph(part: str, what: str, edges: int, nodes: int, p, how_nodes: str) -> Work:
-    hours = edges * p.graph_epochs * PBG_SECONDS_PER_EDGE_EPOCH * p.graph_dimension / 768 / 3600
+    test = int(round(edges * p.graph_test_fraction))
+    hours = _pbg_hours(edges - test, edges, test, nodes, p.graph_epochs, p.graph_dimension)
     return Work(part, what, "graph", hours=hours, hours_on="CPU",
                 how=f"≤ {edges:,} edges ({how_nodes}: {nodes:,} nodes) × {p.graph_epochs} epochs at "
-                    f"{p.graph_dimension} d: {PBG_SECONDS_PER_EDGE_EPOCH:.3g} s an edge-epoch at 768 d, one worker "
-                    "(measured on this book's 2-core CPU, benchmarks/results/graph_scale.txt)")
+                    f"{p.graph_dimension} d: {_PBG_MEASURED}")
 
 
-def _given_embedding_read(given: str, rows: int, dimension: int) -> Work:
-    """Reading ``graph_embedding``: every id of an embedding of S2ORC's size, then ≤ ``rows`` memory-mapped rows."""
+def _s2orc_graph(p) -> Work:
+    """BigGraph on S2ORC's citation graph (SciNCL Table 4: 52,526,134 nodes, 463,697,639 edges; A.5's epochs and
+    dimension as the parameters set them): the phases at the rates measured at 1 M nodes, on this book's machine."""
+    test = int(round(S2ORC_EDGES * p.graph_test_fraction))
+    hours = _pbg_hours(S2ORC_EDGES - test, S2ORC_EDGES, test, S2ORC_NODES, p.graph_epochs, p.graph_dimension)
+    disk_gib = 2 * S2ORC_NODES * 4 * p.graph_dimension / 2**30
+    return Work("main", "BigGraph embedding of S2ORC's citation graph (SciNCL Table 4)", "graph", hours=hours,
+                hours_on="CPU",
+                how=f"{S2ORC_EDGES:,} edges, {S2ORC_NODES:,} nodes (Table 4) × {p.graph_epochs} epochs at "
+                    f"{p.graph_dimension} d: {_PBG_MEASURED}; T = E × epochs × c / W, linear in W (assumed): SciNCL's "
+                    f"60 cores take about {PBG_WORKERS}/60 of the training time (it reports ~6 h, A.5), PBG's "
+                    f"distributed mode divides it further; memory: partitions from the budget (peak RSS "
+                    f"{PBG_PEAK_RSS_MIB:,} MiB at 1 M nodes); disk: checkpoint + vectors ≈ {disk_gib:,.0f} GiB")
+
+
+def _embedding_read(part: str, what: str, source: str, rows: int, dimension: int) -> Work:
+    """Reading an S2ORC graph embedding (given, or made by the main part): every id of an embedding of S2ORC's size,
+    then ≤ ``rows`` memory-mapped rows (:data:`GIVEN_EMBEDDING_READ`)."""
     row_gib = rows * dimension * 4 / 2**30
     seconds = (GIVEN_EMBEDDING_NODES * GIVEN_EMBEDDING_READ["seconds_per_id"]
                + row_gib * GIVEN_EMBEDDING_READ["seconds_per_gib_of_rows"])
-    return Work("main", "read the given S2ORC graph embedding (graph_embedding): the training papers' rows", "graph",
-                hours=seconds / 3600, hours_on="CPU",
+    return Work(part, what, "graph", hours=seconds / 3600, hours_on="CPU",
                 how=f"{GIVEN_EMBEDDING_NODES:,} ids × {GIVEN_EMBEDDING_READ['seconds_per_id'] * 1e6:.3g} µs and ≤ "
-                    f"{rows:,} memory-mapped rows of {given} ({row_gib:.2f} GiB at {dimension} d) × "
+                    f"{rows:,} memory-mapped rows of {source} ({row_gib:.2f} GiB at {dimension} d) × "
                     f"{GIVEN_EMBEDDING_READ['seconds_per_gib_of_rows']:.3g} s a GiB (measured on this book's 2-core "
-                    "CPU, page cache warm, benchmarks/results/given_embedding.txt; the embedding itself is made "
-                    "beforehand by `sdr graph embed`, README: The citation graph at scale)")
+                    "CPU, page cache warm, benchmarks/results/given_embedding.txt)")
 
 
 def _search(part: str, what: str, queries: int, nodes: int, dimension: int, runs: int = 1) -> Work:
     hours = queries * nodes * dimension * FLAT_SEARCH_SECONDS / 3600
     return Work(part, what, "knn", runs=runs, hours=hours, hours_on="CPU",
                 how=f"exact search of {queries:,} queries over {nodes:,} papers × {dimension} d: "
-                    f"{FLAT_SEARCH_SECONDS:.3g} s a query·paper·dimension (measured on this book's 2-core CPU)")
+                    f"{FLAT_SEARCH_SECONDS:.4g} s a query·paper·dimension (measured at 700 K papers on this book's "
+                    "2-core CPU, benchmarks/results/graph_scale_1m.txt)")
+
+
+class _Searches:
+    """The plan's kNN searches as the chapter's :class:`sdr.samplers.SearchCache` serves them: on one embedding, a
+    search whose queries are all among an earlier one's, to no greater depth, reads that search (its lines cost a
+    reuse: hashing the embedding and 1.6 ms a query, :data:`SEARCH_REUSE`); any other is searched (and kept)."""
+
+    def __init__(self, dimension: int):
+        self.dimension = dimension
+        self.kept: list[tuple[str, frozenset, int, str]] = []  # (embedding, queries, depth, the line that searched)
+
+    def line(self, part: str, what: str, embedding: str, queries, depth: int, nodes: int, runs: int = 1) -> Work:
+        queries = frozenset(queries)
+        if not runs:
+            return _search(part, what, len(queries), nodes, self.dimension, runs=0)
+        served = next((first for name, kept, kept_depth, first in self.kept
+                       if name == embedding and depth <= kept_depth and queries <= kept), None)
+        reuse = (f"{SEARCH_REUSE['seconds_per_node_dimension']:.3g} s a node·dimension (hashing the {nodes:,} × "
+                 f"{self.dimension} embedding to find the search) + {SEARCH_REUSE['seconds_per_query'] * 1e3:.2g} ms a "
+                 "query (its bands read from it; measured, benchmarks/results/graph_scale_1m.txt)")
+        if served is None:  # searched now, and kept: its further runs (seeds) reuse it
+            self.kept.append((embedding, queries, depth, what))
+            searched = _search(part, what, len(queries), nodes, self.dimension)
+            if runs == 1:
+                return searched
+            total = searched.hours + (runs - 1) * self._reuse_hours(len(queries), nodes)
+            return replace(searched, runs=runs, hours=total / runs,
+                           how=f"{searched.how}; searched once, its {runs - 1} further runs reuse it at {reuse}")
+        return Work(part, f"{what} (reused search)", "knn", runs=runs, hours=self._reuse_hours(len(queries), nodes),
+                    hours_on="CPU", how=f"no search: {len(queries):,} queries to depth {depth:,} read from the kept "
+                                        f"search of '{served}' (sdr.samplers.SearchCache), a reuse at {reuse}")
+
+    def _reuse_hours(self, queries: int, nodes: int) -> float:
+        return (nodes * self.dimension * SEARCH_REUSE["seconds_per_node_dimension"]
+                + queries * SEARCH_REUSE["seconds_per_query"]) / 3600
 
 
 def _train(part: str, what: str, examples: int, p, runs: int = 1, epochs: int | None = None) -> Work:
@@ -112,17 +208,33 @@ def _train(part: str, what: str, examples: int, p, runs: int = 1, epochs: int | 
                 how=f"{examples:,} triplets (5 a query), 3 texts of ≤ {tokens} tokens (assumed mean {TOKENS_PER_TEXT})")
 
 
+def _table2_row_search(row: str, p, main_queries: list[str], share_of_queries) -> tuple[list[str], str]:
+    """A Table 2 row's kNN queries and the embedding it samples on, as the chapter's rows do
+    (:data:`sdr.methods.scincl.ablations.TABLE2_ABLATIONS`): the data-share rows a share of the main queries, the
+    leakage row the main queries on a graph of its own, every other row the main queries on the main graph."""
+    for fraction in p.data_fractions:
+        if row == f"{fraction:.0%} of the training set":
+            return share_of_queries(main_queries, fraction, p.seed), "graph"
+    if row == "graph with the evaluation papers":
+        return main_queries, "leakage graph"
+    return main_queries, "graph"
+
+
 def cost_plan(p) -> CostPlan:
-    """Everything the SciNCL chapter does with parameters ``p`` (the notebook's), part by part: the graph of SPECTER's
-    triplets (every paper of them when ``index_every_paper``; SciNCL Table 3: 311,860) embedded with BigGraph, the
-    exact kNN searches (the main queries, Fig. 5's share, the band check, one per retrained SciNCL seed, Table 2 row
-    and sweep seed), the trainings (5 triplets a query of ``max_queries`` query papers, all 136,820 of Table 4 when
-    0), the SciDocs/CSFCube encodings and SciDocs scoring of every scored model, the released model on SciDocs and
-    MDCR, the w/o-leakage part (its texts' bulk fetch, :func:`sdr.fetchers.bulk.bulk_fetch_work`; its graph of
-    680,967 papers, A.4; its training, SciDocs and CSFCube) and the fetches."""
+    """Everything the SciNCL chapter does with parameters ``p`` (the notebook's), part by part: the citation
+    embedding (:func:`graph_route`: BigGraph on the graph of SPECTER's triplets — every paper of them when
+    ``index_every_paper``; SciNCL Table 3: 311,860 — or S2ORC's graph fetched through the bulk route and embedded, or
+    a given embedding's rows read), the exact kNN searches (the main queries, Fig. 5's share and the band check
+    searched; the retrained SciNCL seeds, Table 2's rows and the sweeps served by a kept search whose queries include
+    theirs, :class:`_Searches`, as :class:`sdr.samplers.SearchCache` serves them), the trainings (5 triplets a query
+    of ``max_queries`` query papers, all 136,820 of Table 4 when 0), the SciDocs/CSFCube encodings and SciDocs scoring
+    of every scored model, the released model on SciDocs and MDCR, the w/o-leakage part (its texts' bulk fetch,
+    :func:`sdr.fetchers.bulk.bulk_fetch_work`; its graph of 680,967 papers, A.4, or the S2ORC embedding's rows; its
+    training, SciDocs and CSFCube) and the fetches."""
     from sdr.fetchers.bulk import bulk_fetch_work
     from sdr.methods.scincl.ablations import table2_plan, table2_seeds
-    from sdr.methods.scincl.recipe import clip_bands, scaled_bands, share_of_queries, sweep_points
+    from sdr.methods.scincl.recipe import clip_bands, collision_grid, scaled_bands, share_of_queries, sweep_points
+    from sdr.methods.specter.recipe import take_queries
 
     selected = resolve_parts(getattr(p, "parts", "all"), PARTS)
     nodes = SPECTER_PAPERS
@@ -130,7 +242,7 @@ def cost_plan(p) -> CostPlan:
     queries = query_count(p.max_queries)
     examples = 5 * queries
     all_queries = [str(i) for i in range(SPECTER_QUERIES)]
-    main_queries = all_queries[:queries]
+    main_queries = take_queries(all_queries, p.max_queries, p.seed)  # as the chapter draws them
     released = list(p.released_checkpoints)
     leaderboard = [m for m in p.csfcube_models if m != "untrained encoder"] if p.csfcube_models else ["SciNCL",
                                                                                                      "SPECTER sampling"]
@@ -144,20 +256,33 @@ def cost_plan(p) -> CostPlan:
         work.append(scidocs_scoring_work("released", "SciDocs scoring of the released models", len(released), True))
         work += [download_work("released", name) for name in ("scidocs", "mdcr", "csfcube")]
         work += [download_work("released", name, model=True) for name in released]
-    collision_queries = len(share_of_queries(all_queries, p.collision_fraction, p.seed))
-    shared = collision_queries == queries and p.collision_fraction == 1.0 and not p.max_queries
-    band_check = queries if not p.band_check_queries else min(p.band_check_queries, queries)
+    route = graph_route(p)
     given = getattr(p, "graph_embedding", "")
-    # with a given embedding of S2ORC's graph nothing is embedded here: its rows of the training papers are read
-    graph_work = (_given_embedding_read(given, nodes, d)
-                  if given else
-                  _graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p,
-                         node_words))
+    searches = _Searches(d)
+    bands = clip_bands(replace(scaled_bands(nodes), **{k: v for k, v in (("k_pos", p.k_pos), ("k_hard", p.k_hard))
+                                                         if v}), nodes)
+    depth = max(bands.k_pos, bands.k_hard)
+    collision_queries = share_of_queries(all_queries, p.collision_fraction, p.seed)
+    collision_depth = max([depth, *collision_grid(bands, nodes, p.collision_k_hard)])
+    band_check = queries if not p.band_check_queries else min(p.band_check_queries, queries)
+    if route == "given":  # nothing is embedded here: the given embedding's rows of the training papers are read
+        graph_work = [_embedding_read("main", "read the given S2ORC graph embedding (graph_embedding): the training "
+                                      "papers' rows", given, nodes, d)]
+    elif route == "s2orc":  # S2ORC's citation graph through the bulk route, embedded here, then its rows read
+        graph_work = [bulk_fetch_work("s2orc_citation_graph", "main"), _s2orc_graph(p),
+                      _embedding_read("main", "read the S2ORC graph embedding: the training papers' rows",
+                                      "the S2ORC embedding", nodes, d)]
+    else:
+        graph_work = [_graph("main", "BigGraph embedding of SPECTER's triplet graph", SPECTER_TRIPLETS, nodes, p,
+                             node_words)]
+    # in the chapter's order: the main search (with Fig. 5's when they share their queries), Fig. 5's, the band check
+    # (its own blocked search, not kept), then the seeds, Table 2 and the sweeps, served by the kept searches
     work += [
-        graph_work,
-        _search("main", "kNN bands of the main queries", queries, nodes, d),
-        _search("main", "kNN bands of Fig. 5's queries (collision sweep)", collision_queries, nodes, d,
-                runs=0 if shared else 1),
+        *graph_work,
+        searches.line("main", "kNN bands of the main queries", "graph", main_queries,
+                      collision_depth if collision_queries == main_queries else depth, nodes),
+        searches.line("main", "kNN bands of Fig. 5's queries (collision sweep)", "graph", collision_queries,
+                      collision_depth, nodes),
         _search("main", "band check (ranks of the checked triplets)", band_check, nodes, d),
         _train("main", "train SciNCL", examples, p),
         _train("main", "train SPECTER sampling (same graph and queries)", examples, p),
@@ -172,8 +297,8 @@ def cost_plan(p) -> CostPlan:
     extra_seeds = max(0, p.leaderboard_seeds - 1)
     work += [_train("seeds", "train the leaderboard models again (each extra seed)", examples, p,
                     runs=extra_seeds * len(leaderboard)),
-             _search("seeds", "kNN bands sampled again for each extra SciNCL seed", queries, nodes, d,
-                     runs=extra_seeds * ("SciNCL" in leaderboard)),
+             searches.line("seeds", "kNN bands sampled again for each extra SciNCL seed", "graph", main_queries, depth,
+                           nodes, runs=extra_seeds * ("SciNCL" in leaderboard)),
              encode_work("seeds", "CSFCube: each extra seed's models", CSFCUBE_PAPERS, p.csfcube_max_length,
                          runs=extra_seeds * len(leaderboard))]
     row_seeds = table2_seeds(p)
@@ -181,25 +306,26 @@ def cost_plan(p) -> CostPlan:
     if rows:
         work.append(_train("ablations", "Table 2 reference: the main run with the other seeds", examples, p,
                            runs=len(row_seeds) - 1))
-        work.append(_search("ablations", "Table 2 reference: kNN bands for the other seeds", queries, nodes, d,
-                            runs=len(row_seeds) - 1))
-    for row, count in rows:  # every row samples its own kNN triplets for each seed
+        work.append(searches.line("ablations", "Table 2 reference: kNN bands for the other seeds", "graph",
+                                  main_queries, depth, nodes, runs=len(row_seeds) - 1))
+    for row, count in rows:  # every row samples its own kNN triplets for each seed, from the kept search
+        row_queries, row_graph = _table2_row_search(row, p, main_queries, share_of_queries)
         work.append(_train("ablations", f"Table 2: {row}", 5 * count, p, runs=len(row_seeds)))
-        work.append(_search("ablations", f"Table 2: {row}, kNN bands", count, nodes, d, runs=len(row_seeds)))
+        work.append(searches.line("ablations", f"Table 2: {row}, kNN bands", row_graph, row_queries, depth, nodes,
+                                  runs=len(row_seeds)))
     table2_runs = len(rows) * len(row_seeds) + (len(row_seeds) - 1 if rows else 0)
     if table2_runs:
         work += [encode_work("ablations", "SciDocs: every Table 2 run", SCIDOCS_PAPERS, p.max_length, runs=table2_runs),
                  scidocs_scoring_work("ablations", "SciDocs scoring of every Table 2 run", table2_runs,
                                       p.table2_recommendations)]
-    bands = clip_bands(replace(scaled_bands(nodes), **{k: v for k, v in (("k_pos", p.k_pos), ("k_hard", p.k_hard))
-                                                         if v}), nodes)
     points = sweep_points(bands, nodes, p.sweeps, p.k_pos_sweep, p.k_hard_sweep)
-    sweep_queries = len(share_of_queries(all_queries, p.sweep_fraction, p.seed))
+    sweep_queries = share_of_queries(all_queries, p.sweep_fraction, p.seed)
     if points:
         runs = len(points) * len(p.sweep_seeds)
-        work += [_search("sweeps", "kNN bands of the sweep queries (one search a seed)", sweep_queries, nodes, d,
-                         runs=len(p.sweep_seeds)),
-                 _train("sweeps", "Figs. 2-3: every point and seed", 5 * sweep_queries, p, runs=runs,
+        sweep_depth = max(max(point.k_pos, point.k_hard) for point in points.values())
+        work += [searches.line("sweeps", "kNN bands of the sweep queries (one search a seed)", "graph", sweep_queries,
+                               sweep_depth, nodes, runs=len(p.sweep_seeds)),
+                 _train("sweeps", "Figs. 2-3: every point and seed", 5 * len(sweep_queries), p, runs=runs,
                         epochs=p.sweep_epochs),
                  encode_work("sweeps", "SciDocs (validation): every point and seed", SCIDOCS_PAPERS, p.max_length,
                              runs=runs),
@@ -207,15 +333,19 @@ def cost_plan(p) -> CostPlan:
                                       p.sweep_recommendations)]
     wol_queries = query_count(p.max_queries)
     wol_csfcube = "SciNCL" in (p.csfcube_models or ["SciNCL"])
+    wol_graph = (_embedding_read("without_leakage", "read the given S2ORC graph embedding (graph_embedding): the "
+                                 "w/o-leakage papers' rows", given, WOL_PAPERS, d)
+                 if route == "given" else
+                 _embedding_read("without_leakage", "read the S2ORC graph embedding: the w/o-leakage papers' rows",
+                                 "the S2ORC embedding", WOL_PAPERS, d)
+                 if route == "s2orc" else
+                 _graph("without_leakage", "BigGraph embedding of the w/o-leakage triples' graph", SPECTER_TRIPLETS,
+                        WOL_PAPERS, p, "every paper of the triples (A.4)"))
     work += [download_work("without_leakage", "specter_wol"),
              bulk_fetch_work("s2ag_bulk_wol_texts", "without_leakage"),
-             (Work("without_leakage", "read the given S2ORC graph embedding (graph_embedding): the w/o-leakage "
-                   "papers' rows", "graph", hours=0.0, hours_on="CPU",
-                   how=f"ids file and ≤ {WOL_PAPERS:,} memory-mapped rows of {given} (not measured)")
-              if given else
-              _graph("without_leakage", "BigGraph embedding of the w/o-leakage triples' graph", SPECTER_TRIPLETS,
-                     WOL_PAPERS, p, "every paper of the triples (A.4)")),
-             _search("without_leakage", "kNN bands of the w/o-leakage queries", wol_queries, WOL_PAPERS, d),
+             wol_graph,
+             searches.line("without_leakage", "kNN bands of the w/o-leakage queries", "w/o-leakage graph",
+                           [str(i) for i in range(wol_queries)], depth, WOL_PAPERS),
              _search("without_leakage", "band check of the w/o-leakage triplets", band_check, WOL_PAPERS, d),
              # at most: the triplets whose papers lack a text are dropped
              _train("without_leakage", "train SciNCL on the w/o-leakage triplets with texts", 5 * wol_queries, p),
