@@ -11,7 +11,7 @@ ablation's, each extra seed's), every encoder's pass over MDCR, SciRepEval and C
 kNN searches of the facet subgraphs, the SVM fits of SciRepEval and of its per-task weight search, the sentence
 splitter, and the data and model fetches. GPU hours come from the measured training and encoding throughput
 (:mod:`sdr.plan`); CPU lines state their rate, measured on this project's 2-core machine where it could be
-(``benchmarks/results/graph_scale.txt``, the splitter below) and otherwise an estimate said to be one. Sizes at
+(``benchmarks/results/graph_scale_1m.txt``, the splitter below) and otherwise an estimate said to be one. Sizes at
 ``paper`` come from ``data/paper_tables`` (FLeW §4.1: the query list, triplets, the triplets' papers); the
 benchmarks' sizes are not printed in the paper and are estimates, stated as such.
 
@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 
 from sdr.fetchers.bulk import bulk_fetch_work
+from sdr.methods.scincl.paper import FLAT_SEARCH_SECONDS, PBG_SECONDS_PER_EDGE_EPOCH
 from sdr.plan import CostPlan, Part, Work
 
 __all__ = ["PARTS", "REQUIRES", "DRY_RUN_BRANCHES", "check_parts", "cost_plan", "t4_words", "paper_sizes"]
@@ -42,7 +43,7 @@ PARTS = {
         "main", "FLeW Tables 1-2, the FLeW row, and Table 3's w/ Textual rows, by the book's recipe (the S2 graph "
                 "fetched around the released query list, triplets re-sampled in its facet subgraphs, the CSAbstruct "
                 "splitter, weights tuned on validation data)",
-        headline=True, t4=("≈ 31 T4 h: 3 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 431 "
+        headline=True, t4=("≈ 31 T4 h: 3 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 214 "
                            "CPU/network h)")),
     "published": Part(
         "published", "FLeW Tables 1-3, the FLeW and w/ Textual rows, by the published recipe: the released triplets "
@@ -51,7 +52,7 @@ PARTS = {
     "ablations": Part(
         "ablations", "FLeW Table 3: w/o Textual (three encoders on full abstracts, their tuned sum) and "
                      "w/o Structural (one encoder on the whole, unweighted citation graph)",
-        t4=("≈ 71 T4 h: 6 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 176 CPU/network "
+        t4=("≈ 71 T4 h: 6 Colab sessions of 12 h, each resumed with resume = True (plus ≈ 100 CPU/network "
             "h)")),
     "seeds": Part(
         "seeds", "nothing of the paper (FLeW reports one run): the CSFCube leaderboard's extra training seeds of "
@@ -107,12 +108,12 @@ CSFCUBE_PAPERS = 4_205
 #: each an SVM whose C is chosen by 3-fold CV: CPU hours (an estimate, not measured at these sizes); a sum's weight
 #: search fits them once per grid point on a held-out share of each train split.
 SCIREPEVAL_SVM_HOURS_ESTIMATE = 1.0
-#: PyTorch-BigGraph on this project's 2-core CPU (benchmarks/results/graph_scale.txt: 495,015 training edges × 1
-#: epoch at 768 dimensions trained in 77.7 s), in edge-epochs per second at 768 dimensions (time ∝ dimension).
-PBG_EDGE_EPOCHS_PER_S_768 = 495_015 / 77.7
-#: Exact (flat) FAISS search on the same machine: seconds per query × indexed vector × dimension
-#: (graph_scale.txt: c = 8.592e-10 s from 100 queries over 1,000,000 × 768).
-FLAT_SEARCH_S = 8.592e-10
+#: PyTorch-BigGraph and exact FAISS search on this project's 2-core CPU: SciNCL's rates, measured at 1,000,000 nodes
+#: and 700,000 papers (benchmarks/results/graph_scale_1m.txt; :mod:`sdr.methods.scincl.paper`): edge-epochs per
+#: second at 768 dimensions with its HOGWILD workers (time ∝ dimension), and seconds per query × indexed vector ×
+#: dimension.
+PBG_EDGE_EPOCHS_PER_S_768 = 1 / PBG_SECONDS_PER_EDGE_EPOCH
+FLAT_SEARCH_S = FLAT_SEARCH_SECONDS
 #: Repeated edges (|C_x(e)| summed) of a facet subgraph per query of the list: an estimate (an anchor's references
 #: and citations with their contexts), not a number of the paper; the whole graph (w/o structural) counts each
 #: citation once.
@@ -265,13 +266,13 @@ def cost_plan(p) -> CostPlan:
                      hours=FACET_EDGES_PER_QUERY_ESTIMATE * queries * int(p.graph_epochs) * dimension_scale
                      / PBG_EDGE_EPOCHS_PER_S_768 / 3600,
                      how=f"{PBG_EDGE_EPOCHS_PER_S_768:,.0f} edge-epochs/s at 768-d on 2 cores (measured, "
-                         f"graph_scale.txt) × {int(p.graph_epochs)} epochs; edges per query an estimate"))
+                         f"graph_scale_1m.txt) × {int(p.graph_epochs)} epochs; edges per query an estimate"))
     for facet in ("background", "method", "result"):
         nodes = sizes["papers"][facet] * share
         work.append(Work("main", f"kNN bands in the {facet} subgraph (flat FAISS)", "knn",
                          hours=queries * nodes * int(p.graph_dimension) * FLAT_SEARCH_S / 3600,
-                         how="exact search at 8.6e-10 s per query × vector × dimension on 2 cores (measured, "
-                             "graph_scale.txt); nodes: FLeW §4.1's papers of the facet's triplets"))
+                         how=f"exact search at {FLAT_SEARCH_S:.2g} s per query × vector × dimension on 2 cores "
+                             "(measured, graph_scale_1m.txt); nodes: FLeW §4.1's papers of the facet's triplets"))
     for facet, name in FACET_ENCODERS.items():
         train("main", f"{name} (split abstracts)", examples, facet_tokens)
     benchmarks("main", "the untrained encoder and the three facet encoders", 1 + len(FACET_ENCODERS), csfcube=True)
