@@ -28,7 +28,7 @@ from sdr.samplers import band_check, count_collisions, specter_triplets
 from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
-           "given_embedding", "given_rows", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
+           "given_embedding", "given_rows", "given_graph", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
            "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
            "paper_models", "retrainer", "paper_pairs", "WOL_PAPER_ROW", "TABLE1_MODELS", "store", "findings"]
@@ -171,8 +171,13 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     :class:`ChapterCheckFailed` (a file of another graph). Link prediction is the one ``sdr graph embed`` recorded
     beside the vectors (``embedding.json``), else not scored, with the reason on the page.
 
+    The rows are SciNCL's graph (``source`` :data:`S2ORC_GRAPH`, paired with the paper's) only when
+    ``embedding.json`` names the ``s2orc_citation_graph`` dataset as the edges' source (:func:`given_graph`); any
+    other given embedding (no recorded source, other edge files) is trained on all the same, and its rows stand
+    apart with that reason. ``graph_size`` holds the recorded graph (release, node set, nodes, edges) for Table 4.
+
     Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
-    from sdr.graph import LINK_PREDICTION_METRICS
+    from sdr.graph import LINK_PREDICTION_METRICS, describe_source
 
     def described(found: int, total: int, given) -> str:
         return (f"{found:,} of the {total:,} training papers found in the given embedding ({len(given.corpus_ids):,} "
@@ -181,8 +186,13 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     embedding, given, line = given_rows(run, path, {pid: graph.corpus_ids.get(pid) for pid in graph.paper_ids},
                                         described)
     found, config, link = len(embedding.ids), embedding.config, given.link_prediction
-    run.branch("S2ORC graph embedding read")
-    label = f"the S2ORC citation graph (given embedding: {path})"
+    source, problem = given_graph(given)
+    if problem is None:
+        run.branch("S2ORC graph embedding read")
+        label = f"the S2ORC citation graph (given embedding: {path})"
+    else:
+        run.branch("given embedding of another graph read")
+        label = f"a given graph embedding ({path}), not the S2ORC citation graph dataset"
     paper = book.read_paper_table("scincl_table5").assign(**{"reported by": "SciNCL Table 5 (S2ORC, 52 M nodes)"})
     if link:
         ours = pd.DataFrame([{"model": f"BigGraph {given.dimension} {config.comparator.capitalize()}.",
@@ -195,18 +205,35 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
                   "writes them, in embedding.json)")
     link_table = paper[["reported by", "model", "dimension", "comparator", *LINK_PREDICTION_METRICS]]
     run.glue("given_found", f"{found:,}")
-    size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges")}
-    return CitationEmbedding(embedding, config, link_table, [line, reason], label, S2ORC_GRAPH, given=True,
+    recorded = (given.info.get("source") or {}) if isinstance(given.info.get("source"), dict) else {}
+    size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges"),
+            **{key: recorded.get(key) for key in ("dataset", "release", "node_set") if recorded.get(key)}}
+    pairing = (f"{describe_source(given.info)}; its rows are set beside SciNCL's" if problem is None else
+               f"{describe_source(given.info)}; its rows stand apart from SciNCL's: {problem}")
+    return CitationEmbedding(embedding, config, link_table, [line, reason, pairing], label, source, given=True,
                              graph_size=size)
 
 
+def given_graph(given) -> tuple[str, str | None]:
+    """The graph a given embedding embeds, in the words of the paper's rows, and why it is not SciNCL's: ``(
+    S2ORC_GRAPH, None)`` when its ``embedding.json`` names the ``s2orc_citation_graph`` dataset
+    (:func:`sdr.graph.s2orc_graph_problem`), else ``("another graph (given embedding): <reason>", reason)`` — the
+    pairing rule then shows the rows apart with that reason. The main and the w/o-leakage parts read it."""
+    from sdr.graph import s2orc_graph_problem
+
+    problem = s2orc_graph_problem(given.info)
+    if problem is None:
+        return S2ORC_GRAPH, None
+    return f"another graph (given embedding): {problem}", problem
+
+
 def given_rows(run, path: str, corpus_id_of: Mapping[str, str | int | None], described):
-    """The rows of a given S2ORC graph embedding (``graph_embedding``, :func:`sdr.graph.read_given_embedding`) for the
+    """The rows of a given graph embedding (``graph_embedding``, :func:`sdr.graph.read_given_embedding`) for the
     papers ``corpus_id_of`` maps to corpus ids, as a :class:`sdr.graph.GraphEmbedding` over their own ids: the FAISS
     index holds the papers found. A comparator other than ``graph_comparator`` (the bands' metric) and fewer than
     :data:`MIN_GIVEN_SHARE` of the papers found (a file of another graph) are :class:`ChapterCheckFailed`.
     ``described(found, total, given)`` words the count. Returns ``(embedding, given, that line)``; the main part
-    (:func:`given_embedding`) and the w/o-leakage part read through it."""
+    (:func:`given_embedding`) and the w/o-leakage part read through it, and name its graph with :func:`given_graph`."""
     from sdr.graph import GraphEmbedding, read_given_embedding
     from sdr.graph.pbg import EmbeddingReport
 
