@@ -360,3 +360,26 @@ def test_an_embedding_of_the_s2orc_citation_graph_fetch_is_paired(tmp_path):
     row, paired, apart = _pairs(run, embedded)
     pair = paired.set_index("ours").loc[row]
     assert pair["avg (paper)"] == 81.8 and row not in set(apart["ours"])
+
+
+def test_the_page_states_the_graph_used_beside_table_4(tmp_path):
+    """The Table 4 cell's line: an S2ORC fetch's dataset, release, node set, nodes and edges from embedding.json
+    (through the embedding's graph_size) beside Table 4's 52,526,134 nodes and 463,697,639 edges; another graph by
+    its label and counts."""
+    glued = {}
+    run = SimpleNamespace(glue=glued.__setitem__, profile="paper")
+    s2orc = SimpleNamespace(graph_size={"nodes": 1_200_000, "edges": 9_000_000, "dataset": "s2orc_citation_graph",
+                                        "release": "2026-11-17", "node_set": "papers of the release's s2orc dataset"},
+                            n_nodes=300_000, graph_label="the S2ORC citation graph (given embedding: /g)")
+    graph = SimpleNamespace(label="SPECTER's triplet graph", report={"edges": 500}, paper_ids=["a"] * 700)
+    line = scincl.graph_statement(run, s2orc, graph)
+    assert line == ("Graph used: the s2orc_citation_graph dataset, S2AG release 2026-11-17, node set: papers of the "
+                    "release's s2orc dataset; 1,200,000 nodes, 9,000,000 edges (SciNCL Table 4: 52,526,134 nodes, "
+                    "463,697,639 edges; here 2.28% of its nodes).")
+    assert glued["graph_used"] == line
+    triplets = SimpleNamespace(graph_size={}, n_nodes=700, graph_label="SPECTER's triplet graph")
+    assert scincl.graph_statement(run, triplets, graph).startswith("Graph used: SPECTER's triplet graph; 700 nodes, "
+                                                                  "500 edges (SciNCL Table 4: 52,526,134 nodes")
+    other = SimpleNamespace(graph_size={"nodes": 60, "edges": None}, n_nodes=40,
+                            graph_label="a given graph embedding (/w), not the S2ORC citation graph dataset")
+    assert "; 60 nodes, edges not recorded" in scincl.graph_statement(run, other, graph)

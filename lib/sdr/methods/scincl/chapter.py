@@ -29,7 +29,7 @@ from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
            "given_embedding", "given_rows", "given_graph", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
-           "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
+           "TrainingSets", "training_sets", "BandCheck", "table4_view", "graph_statement", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
            "paper_models", "retrainer", "paper_pairs", "WOL_PAPER_ROW", "TABLE1_MODELS", "store", "findings"]
 
@@ -443,6 +443,30 @@ def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
         "Edges": sets.graph_size["edges"] if sets.graph_size else graph.report["edges"],
     }, name=f"this book ({run.profile}, {sets.graph_label or graph.label})")
     return table4.join(ours, how="outer").loc[ours.index]
+
+
+def graph_statement(run, sets: TrainingSets, graph: TripletGraph) -> str:
+    """The graph SciNCL's bands were searched on, beside SciNCL Table 4's (52,526,134 nodes, 463,697,639 edges): for
+    an embedding of the ``s2orc_citation_graph`` fetch its dataset, S2AG release and node set as ``embedding.json``
+    records them (:func:`given_embedding`), then its nodes and edges; for any other graph its name and counts.
+    Printed under Table 4 and glued (``scincl_graph_used``) for the prose.
+
+    Shown in: notebooks/scincl.ipynb, Sampling bands and the two training sets."""
+    table4 = book.read_paper_table("scincl_table4").groupby("model", sort=False)[
+        "replicated_specter_with_leakage"].first()
+    size = sets.graph_size
+    nodes = size.get("nodes", sets.n_nodes) if size else sets.n_nodes
+    edges = size.get("edges") if size else graph.report["edges"]
+    if size.get("dataset"):
+        what = (f"the {size['dataset']} dataset, S2AG release {size.get('release', '?')}, node set: "
+                f"{size.get('node_set', '?')}")
+    else:
+        what = sets.graph_label or graph.label
+    counts = f"{nodes:,} nodes, " + (f"{edges:,} edges" if edges is not None else "edges not recorded")
+    line = (f"Graph used: {what}; {counts} (SciNCL Table 4: {int(table4['Nodes']):,} nodes, "
+            f"{int(table4['Edges']):,} edges; here {nodes / table4['Nodes']:.2%} of its nodes).")
+    run.glue("graph_used", line)
+    return line
 
 
 # ------------------------------------------------------------------------------------------------- collisions
