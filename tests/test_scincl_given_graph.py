@@ -375,7 +375,7 @@ def test_the_page_states_the_graph_used_beside_table_4(tmp_path):
     line = scincl.graph_statement(run, s2orc, graph)
     assert line == ("Graph used: the s2orc_citation_graph dataset, S2AG release 2026-11-17, node set: papers of the "
                     "release's s2orc dataset; 1,200,000 nodes, 9,000,000 edges (SciNCL Table 4: 52,526,134 nodes, "
-                    "463,697,639 edges; here 2.28% of its nodes).")
+                    "463,697,639 edges; here 2.28 % of its nodes).")
     assert glued["graph_used"] == line
     triplets = SimpleNamespace(graph_size={}, n_nodes=700, graph_label="SPECTER's triplet graph")
     assert scincl.graph_statement(run, triplets, graph).startswith("Graph used: SPECTER's triplet graph; 700 nodes, "
@@ -383,3 +383,59 @@ def test_the_page_states_the_graph_used_beside_table_4(tmp_path):
     other = SimpleNamespace(graph_size={"nodes": 60, "edges": None}, n_nodes=40,
                             graph_label="a given graph embedding (/w), not the S2ORC citation graph dataset")
     assert "; 60 nodes, edges not recorded" in scincl.graph_statement(run, other, graph)
+
+
+# ------------------------------------------------------------------------------------------------- graph_source
+def test_the_paper_inputs_hold_the_s2orc_graph_only_when_the_chapter_embeds_it():
+    from sdr.datasets import CHAPTER_DATA
+
+    assert "s2orc_citation_graph" in CHAPTER_DATA["scincl"]
+    assert scincl.paper_inputs("s2orc") == CHAPTER_DATA["scincl"]
+    assert "s2orc_citation_graph" not in scincl.paper_inputs("s2orc", "/data/given")
+    assert "s2orc_citation_graph" not in scincl.paper_inputs("triplets")
+    with pytest.raises(ValueError, match="graph_source 'S2ORC'; expected one of s2orc, triplets"):
+        scincl.paper_inputs("S2ORC")
+
+
+def test_the_chapter_embeds_the_s2orc_fetch_once_and_reads_it_as_a_given_embedding(tmp_path, monkeypatch):
+    """graph_source "s2orc" without graph_embedding: embed_graph embeds the fetch's edges (embed_edge_files) into the
+    results store and reads them back as a given embedding named S2ORC's by its recorded source; a second run with
+    the same settings and fetch reads the same folder again instead of embedding."""
+    import gzip
+
+    from sdr.fetchers.completion import write_record
+
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "results"))
+    corpus = [7000 + i for i in range(30)]
+    fetch = tmp_path / "s2orc_citation_graph"
+    (fetch / "edges").mkdir(parents=True)
+    with gzip.open(fetch / "edges" / "citations-0.tsv.gz", "wt") as handle:
+        handle.writelines(f"{a}\t{b}\n" for a, b in _edges_over(corpus, 3))
+    (fetch / "graph_stats.json").write_text(json.dumps({"release": "2026-11-17", "node_set": "s2orc papers"}))
+    write_record(fetch, "s2orc_citation_graph", "bulk", {"edges": 1})
+    asked = []
+
+    def input_of(name, role="evaluation"):
+        asked.append((name, role))
+        return SimpleNamespace(path=fetch)
+
+    def chapter_run():
+        run = _run(dimension=8)
+        run.p.graph_embedding, run.p.graph_source, run.p.graph_epochs = "", "s2orc", 1
+        run.data = SimpleNamespace(input=input_of)
+        return run
+
+    run = chapter_run()
+    graph = _specter_like_graph({f"sha{c}": c for c in corpus[:20]})
+    embedded = scincl.embed_graph(run, SimpleNamespace(), graph)
+    assert asked == [("s2orc_citation_graph", "training")]
+    assert run.branches == ["S2ORC citation graph embedded in the chapter", "S2ORC graph embedding read"]
+    assert embedded.source == scincl.S2ORC_GRAPH and len(embedded.embedding.ids) == 20
+    assert embedded.graph_size["release"] == "2026-11-17" and embedded.embedding.vectors.shape == (20, 8)
+    assert embedded.graph_label.startswith("the S2ORC citation graph (embedded in the chapter: ")
+    folders = list((tmp_path / "results" / "runs" / "scincl-s2orc-graph").rglob("embedding.json"))
+    assert len(folders) == 1 and not list((tmp_path / "results").rglob("embedding.partial"))
+    # again with the same settings and fetch: read back, not embedded
+    monkeypatch.setattr("sdr.graph.embed_edge_files", lambda *a, **k: pytest.fail("embedded twice"))
+    again = scincl.embed_graph(chapter_run(), SimpleNamespace(), graph)
+    np.testing.assert_array_equal(again.embedding.vectors, embedded.embedding.vectors)

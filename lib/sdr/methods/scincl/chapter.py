@@ -28,8 +28,9 @@ from sdr.samplers import band_check, count_collisions, specter_triplets
 from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
-           "given_embedding", "given_rows", "given_graph", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
-           "TrainingSets", "training_sets", "BandCheck", "table4_view", "graph_statement", "Collisions", "collision_table", "fig5_shape",
+           "given_embedding", "given_rows", "given_graph", "GRAPH_SOURCES", "paper_inputs", "s2orc_embedding",
+           "S2ORC_GRAPH", "MIN_GIVEN_SHARE", "TrainingSets", "training_sets", "BandCheck", "table4_view",
+           "graph_statement", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
            "paper_models", "retrainer", "paper_pairs", "WOL_PAPER_ROW", "TABLE1_MODELS", "store", "findings"]
 
@@ -139,6 +140,8 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     p = run.p
     if getattr(p, "graph_embedding", ""):
         return given_embedding(run, graph, p.graph_embedding)
+    if getattr(p, "graph_source", "triplets") == "s2orc":
+        return s2orc_embedding(run, graph)
     config = graph_config(p)
     nodes = graph.paper_ids if p.index_every_paper else None
     embedding = embed(graph.citations, config, nodes=nodes)
@@ -158,11 +161,65 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     return CitationEmbedding(embedding, config, link_table, checks, graph.label, graph.label)
 
 
+#: ``graph_source``: "s2orc" (SciNCL's graph, the ``s2orc_citation_graph`` dataset embedded in the chapter: the
+#: ``paper`` profile) or "triplets" (the citations inside the training triplets: ``smoke`` and ``real``).
+GRAPH_SOURCES = ("s2orc", "triplets")
+
+
+def paper_inputs(graph_source: str, graph_embedding: str = "") -> tuple[str, ...]:
+    """The datasets the chapter reads at ``paper`` (``ChapterRun(needs=...)``, checked before anything trains):
+    ``sdr.datasets.CHAPTER_DATA["scincl"]``, which holds ``s2orc_citation_graph`` for the default ``graph_source``
+    "s2orc"; without it when the graph is the triplets' or a ``graph_embedding`` is given (nothing to embed here)."""
+    from sdr.datasets import CHAPTER_DATA
+    from sdr.graph import S2ORC_GRAPH_DATASET
+
+    if graph_source not in GRAPH_SOURCES:
+        raise ValueError(f"graph_source {graph_source!r}; expected one of {', '.join(GRAPH_SOURCES)}")
+    declared = CHAPTER_DATA["scincl"]
+    if graph_source == "s2orc" and not graph_embedding:
+        return declared
+    return tuple(name for name in declared if name != S2ORC_GRAPH_DATASET)
+
+
+def s2orc_embedding(run, graph: TripletGraph) -> CitationEmbedding:
+    """SciNCL's graph embedded in the chapter (``graph_source`` "s2orc", no ``graph_embedding``: the ``paper``
+    profile): the ``s2orc_citation_graph`` fetch's edges (checked before training, :func:`paper_inputs`) embedded
+    with the scalable path (:func:`sdr.graph.embed_edge_files`: partitioned by the memory budget, PBG's workers from
+    the machine's cores) with the chapter's graph settings, into a folder of the results store keyed by those
+    settings and the fetch's completion record (a rerun, or another part, finds it: the S2ORC graph takes hours),
+    then read exactly as a given embedding (:func:`given_embedding`), ``embedding.json`` naming the dataset.
+
+    Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
+    import shutil
+    from dataclasses import asdict
+
+    from sdr.fetchers.completion import fetch_state
+    from sdr.graph import EMBEDDING_INFO, S2ORC_GRAPH_DATASET, embed_edge_files
+
+    fetch = run.data.input(S2ORC_GRAPH_DATASET, role="training").path
+    config = graph_config(run.p)
+    record = fetch_state(fetch).record
+    key = {"graph": asdict(config), "edges": S2ORC_GRAPH_DATASET, "fetched": record.get("completed"),
+           "counts": record.get("counts")}
+    folder = book.run_dir("scincl-s2orc-graph", run.profile, key) / "embedding"
+    if not (folder / EMBEDDING_INFO).is_file():  # embedding.json is written last: a folder without it is unfinished
+        partial = folder.with_name("embedding.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        result = embed_edge_files([fetch / "edges"], config, work_dir=partial, verbose=True)
+        partial.rename(folder)
+        print(f"embedded {S2ORC_GRAPH_DATASET} ({fetch}): {result.report}")
+    else:
+        print(f"{folder}: the {S2ORC_GRAPH_DATASET} embedding of an earlier run with these settings, read again")
+    run.branch("S2ORC citation graph embedded in the chapter")
+    return given_embedding(run, graph, str(folder), how="embedded in the chapter")
+
+
 #: The share of the training papers a given graph embedding must hold (fewer: the file is of another graph).
 MIN_GIVEN_SHARE = 0.5
 
 
-def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
+def given_embedding(run, graph: TripletGraph, path: str, how: str = "given embedding") -> CitationEmbedding:
     """SciNCL's graph at ``paper`` (§3.4, A.4: the S2ORC citation graph, Table 4's 52.5 M nodes), embedded beforehand
     (``sdr graph embed`` on the ``s2orc_citation_graph`` edges) and given as ``graph_embedding``: read with
     :func:`sdr.graph.read_given_embedding` (keyed by S2 corpus ids), restricted to the training papers through their
@@ -189,7 +246,7 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     source, problem = given_graph(given)
     if problem is None:
         run.branch("S2ORC graph embedding read")
-        label = f"the S2ORC citation graph (given embedding: {path})"
+        label = f"the S2ORC citation graph ({how}: {path})"
     else:
         run.branch("given embedding of another graph read")
         label = f"a given graph embedding ({path}), not the S2ORC citation graph dataset"
@@ -464,7 +521,7 @@ def graph_statement(run, sets: TrainingSets, graph: TripletGraph) -> str:
         what = sets.graph_label or graph.label
     counts = f"{nodes:,} nodes, " + (f"{edges:,} edges" if edges is not None else "edges not recorded")
     line = (f"Graph used: {what}; {counts} (SciNCL Table 4: {int(table4['Nodes']):,} nodes, "
-            f"{int(table4['Edges']):,} edges; here {nodes / table4['Nodes']:.2%} of its nodes).")
+            f"{int(table4['Edges']):,} edges; here {100 * nodes / table4['Nodes']:.3g} % of its nodes).")
     run.glue("graph_used", line)
     return line
 
@@ -560,6 +617,9 @@ def train_main_models(run, inputs, training: specter.TrainingSet, sets: Training
     extra = {"training data": inputs.triplets.source}
     if getattr(run.p, "graph_embedding", ""):  # only then, so the run folders of the triplet graph keep their keys
         extra["graph embedding"] = str(run.p.graph_embedding)
+    elif getattr(run.p, "graph_source", "triplets") == "s2orc":
+        extra["graph embedding"] = (f"{sets.graph_size.get('dataset')} release {sets.graph_size.get('release')}, "
+                                    "embedded in the chapter")
     run.key_runs(extra)
     return specter.train_triplet_models(run, sets.runs, training.papers, train_config(run), probe=64)
 
