@@ -265,7 +265,8 @@ def given_embedding(run, graph: TripletGraph, path: str, how: str = "given embed
     recorded = (given.info.get("source") or {}) if isinstance(given.info.get("source"), dict) else {}
     size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges"),
             **{key: recorded.get(key) for key in ("dataset", "release", "node_set") if recorded.get(key)}}
-    pairing = (f"{describe_source(given.info)}; its rows are set beside SciNCL's" if problem is None else
+    pairing = (f"{describe_source(given.info)}; S2ORC's graph: its SciNCL rows may pair with SciNCL's (the pairing "
+               "rule's model and protocol permitting)" if problem is None else
                f"{describe_source(given.info)}; its rows stand apart from SciNCL's: {problem}")
     return CitationEmbedding(embedding, config, link_table, [line, reason, pairing], label, source, given=True,
                              graph_size=size)
