@@ -400,3 +400,6 @@ def test_distributed_mode_on_two_local_ranks(community_corpus, tmp_path, capsys)
     # what SciNCL's graph_embedding reads back beside the vectors (sdr.graph.given)
     recorded = json.loads((work / "embedding.json").read_text())
     assert recorded["config"]["dimension"] == 16 and set(recorded["link_prediction"]) >= {"MRR", "AUC"}
+    # and the graph it embeds (sdr.graph.provenance), carried from the preparing machine through distributed.json
+    assert recorded["source"]["dataset"] is None and recorded["source"]["nodes"] == len(community_corpus.graph.nodes)
+    assert recorded["source"]["edges"] == about["report"]["distinct_edges"]

@@ -133,9 +133,15 @@ def _specter_like_graph(corpus_of):
                                paper_ids=papers, corpus_ids=dict(corpus_of))
 
 
+#: embedding.json's source as `sdr graph embed` writes it for a complete bulk s2orc_citation_graph fetch
+S2ORC_SOURCE = {"dataset": "s2orc_citation_graph", "release": "2026-11-17", "node_set": "papers of the release's s2orc "
+                "dataset (both ends of every edge are in it)", "nodes": 6, "edges": 9, "files": ["/data/edges"]}
+
+
 def test_given_embedding_is_restricted_to_the_training_papers_under_their_own_ids(tmp_path):
     info = {"config": {"dimension": 4, "comparator": "dot"}, "link_prediction": {"MRR": 41.0, "Hits@1": 30.0,
-                                                                                   "Hits@10": 70.0, "AUC": 88.0}}
+                                                                                   "Hits@10": 70.0, "AUC": 88.0},
+            "source": S2ORC_SOURCE}
     folder = write_folder(tmp_path / "s2orc", info=info)
     # five training papers: four of them in the S2ORC embedding, one (a query) not; one without a corpus id
     corpus_of = {"sha_a": 205, "sha_b": 640, "sha_c": 999_999, "sha_d": 101, "sha_e": 307, "sha_f": None}
@@ -148,7 +154,9 @@ def test_given_embedding_is_restricted_to_the_training_papers_under_their_own_id
     assert embedded.source == scincl.S2ORC_GRAPH and embedded.given
     assert embedded.graph_label == f"the S2ORC citation graph (given embedding: {folder})"
     assert run.branches == ["S2ORC graph embedding read"] and run.glued["given_found"] == "4"
-    assert embedded.graph_size == {"nodes": 6, "edges": None}  # embedding.json here records no report
+    # embedding.json here records no report: no edge count; the graph's dataset, release and node set from its source
+    assert embedded.graph_size == {"nodes": 6, "edges": None, "dataset": "s2orc_citation_graph",
+                                   "release": "2026-11-17", "node_set": S2ORC_SOURCE["node_set"]}
     assert embedded.describe().startswith("4 of the 6 training papers found in the given embedding (6 nodes, "
                                           "dimension 4); the other 2 are not in the FAISS index")
     # the query not in the embedding is not sampled; the others are
@@ -259,7 +267,8 @@ def test_the_wol_part_reads_the_given_embedding_for_the_triples_papers(tmp_path)
     (corpus ids) found in it, counted; fewer than half found stops the page, as for the main part."""
     folder = write_folder(tmp_path / "s2orc", info={"config": {"dimension": 4, "comparator": "dot"}})
     papers = ["101", "307", "640", "999999"]  # the last is not in the embedding
-    embedding, line = scincl.given_wol_embedding(_run(), papers, str(folder))
+    embedding, line, words = scincl.given_wol_embedding(_run(), papers, str(folder))
+    assert words.startswith("another graph (given embedding): it records no source of its edges")
     assert embedding.ids == ["101", "307", "640"] and embedding.metric == "ip"
     np.testing.assert_array_equal(embedding.vectors, VECTORS[[0, 2, 5]])
     assert line.startswith("w/o leakage: 3 of the 4 papers of SciNCL's released triples found in the given S2ORC "
@@ -268,3 +277,165 @@ def test_the_wol_part_reads_the_given_embedding_for_the_triples_papers(tmp_path)
         scincl.given_wol_embedding(_run(), ["101", "1", "2", "3"], str(folder))
     with pytest.raises(ChapterCheckFailed, match="comparator"):
         scincl.given_wol_embedding(_run(comparator="cos"), papers, str(folder))
+
+
+# ------------------------------------------------------------------------------------------------- the pairing rule
+def _pairing_run(dimension=8):
+    run = _run(dimension=dimension)
+    run.p.recommendations, run.p.model_name, run.p.model_layers = True, "allenai/scibert_scivocab_uncased", 0
+    run.p.released_checkpoints = []
+    return run
+
+
+def _pairs(run, embedded):
+    import pandas as pd
+
+    from sdr.methods import specter
+
+    names = {"SciNCL": f"SciNCL sampling on {embedded.graph_label} (with leakage)",
+             "SPECTER sampling": "SPECTER sampling on SPECTER's triplet graph (with leakage)"}
+    ours = pd.DataFrame({c: [60.0, 81.0, 79.0] for c in specter.METRIC_COLUMNS},
+                        index=["untrained encoder", *names.values()])
+    paired, apart = scincl.paper_pairs(run, SimpleNamespace(scidocs=SimpleNamespace(real=True)),
+                                       SimpleNamespace(with_leakage=True), SimpleNamespace(label="SPECTER's triplet graph"),
+                                       ours, names, embedded)
+    return names["SciNCL"], paired, apart
+
+
+def _edges_over(corpus, seed):
+    rng = np.random.default_rng(seed)
+    return sorted({(corpus[i], corpus[int(j)]) for i in range(len(corpus)) for j in rng.choice(len(corpus), 4)
+                   if i != int(j)})
+
+
+def test_an_embedding_of_another_graph_covering_the_training_papers_is_trained_on_but_not_paired(tmp_path):
+    """Planted: the triplet graph's citations keyed by corpus ids (every training paper in it), embedded by `sdr graph
+    embed` from a TSV: the bands are sampled on it, but its SciNCL row stands apart, the reason naming its source."""
+    corpus = [5000 + i for i in range(30)]
+    edges = tmp_path / "triplet_graph_by_corpus_id.tsv"
+    edges.write_text("".join(f"{a}\t{b}\n" for a, b in _edges_over(corpus, 1)))
+    embed_edge_files([edges], GraphEmbeddingConfig(dimension=8, epochs=1, test_fraction=0.05), work_dir=tmp_path / "w")
+    run = _pairing_run()
+    corpus_of = {f"sha{c}": c for c in corpus}
+    embedded = scincl.given_embedding(run, _specter_like_graph(corpus_of), str(tmp_path / "w"))
+    assert len(embedded.embedding.ids) == len(corpus_of)  # the whole training set is covered, and used
+    assert embedded.source != scincl.S2ORC_GRAPH and run.branches == ["given embedding of another graph read"]
+    assert "not the S2ORC citation graph dataset" in embedded.graph_label
+    assert any(line.startswith(f"graph: edge files {edges}") and "stand apart" in line
+               for line in embedded.checks)
+    row, paired, apart = _pairs(run, embedded)
+    assert row not in set(paired.get("ours", [])) and row in set(apart["ours"])
+    why = apart.set_index("ours").loc[row, "shown apart because"]
+    assert "its edges are not the s2orc_citation_graph dataset" in why and "S2ORC's citation graph" in why
+    # an embedding.json without a source (or a JSONL) is not SciNCL's graph either
+    write_folder(tmp_path / "bare", ids=corpus[:6])
+    bare = scincl.given_embedding(_run(), _specter_like_graph(dict(list(corpus_of.items())[:6])), str(tmp_path / "bare"))
+    assert bare.source.startswith("another graph (given embedding): it records no source")
+
+
+def test_an_embedding_of_the_s2orc_citation_graph_fetch_is_paired(tmp_path):
+    """The bulk fetch's edges folder (graph_stats.json and completion record beside it) embedded by `sdr graph embed`:
+    embedding.json names the dataset, and the SciNCL row pairs with Table 1's SciNCL row (81.8)."""
+    import gzip
+
+    from sdr.fetchers.completion import write_record
+
+    corpus = [5000 + i for i in range(30)]
+    fetch = tmp_path / "s2orc_citation_graph"
+    (fetch / "edges").mkdir(parents=True)
+    edges = _edges_over(corpus, 2)
+    with gzip.open(fetch / "edges" / "citations-0.tsv.gz", "wt") as handle:
+        handle.writelines(f"{a}\t{b}\n" for a, b in edges)
+    (fetch / "graph_stats.json").write_text(json.dumps({"release": "2026-11-17", "node_set": "papers of the "
+                                                        "release's s2orc dataset", "distinct_edges": len(edges)}))
+    write_record(fetch, "s2orc_citation_graph", "bulk", {})
+    assert embed_edge_files([fetch / "edges"], GraphEmbeddingConfig(dimension=8, epochs=1, test_fraction=0.05),
+                            work_dir=tmp_path / "w").report.distinct_edges == len(edges)
+    run = _pairing_run()
+    embedded = scincl.given_embedding(run, _specter_like_graph({f"sha{c}": c for c in corpus}), str(tmp_path / "w"))
+    assert embedded.source == scincl.S2ORC_GRAPH and run.branches == ["S2ORC graph embedding read"]
+    assert embedded.graph_size == {"nodes": len({n for e in edges for n in e}), "edges": len(edges),
+                                   "dataset": "s2orc_citation_graph", "release": "2026-11-17",
+                                   "node_set": "papers of the release's s2orc dataset"}
+    row, paired, apart = _pairs(run, embedded)
+    pair = paired.set_index("ours").loc[row]
+    assert pair["avg (paper)"] == 81.8 and row not in set(apart["ours"])
+
+
+def test_the_page_states_the_graph_used_beside_table_4(tmp_path):
+    """The Table 4 cell's line: an S2ORC fetch's dataset, release, node set, nodes and edges from embedding.json
+    (through the embedding's graph_size) beside Table 4's 52,526,134 nodes and 463,697,639 edges; another graph by
+    its label and counts."""
+    glued = {}
+    run = SimpleNamespace(glue=glued.__setitem__, profile="paper")
+    s2orc = SimpleNamespace(graph_size={"nodes": 1_200_000, "edges": 9_000_000, "dataset": "s2orc_citation_graph",
+                                        "release": "2026-11-17", "node_set": "papers of the release's s2orc dataset"},
+                            n_nodes=300_000, graph_label="the S2ORC citation graph (given embedding: /g)")
+    graph = SimpleNamespace(label="SPECTER's triplet graph", report={"edges": 500}, paper_ids=["a"] * 700)
+    line = scincl.graph_statement(run, s2orc, graph)
+    assert line == ("Graph used: the s2orc_citation_graph dataset, S2AG release 2026-11-17, node set: papers of the "
+                    "release's s2orc dataset; 1,200,000 nodes, 9,000,000 edges (SciNCL Table 4: 52,526,134 nodes, "
+                    "463,697,639 edges; here 2.28 % of its nodes).")
+    assert glued["graph_used"] == line
+    triplets = SimpleNamespace(graph_size={}, n_nodes=700, graph_label="SPECTER's triplet graph")
+    assert scincl.graph_statement(run, triplets, graph).startswith("Graph used: SPECTER's triplet graph; 700 nodes, "
+                                                                  "500 edges (SciNCL Table 4: 52,526,134 nodes")
+    other = SimpleNamespace(graph_size={"nodes": 60, "edges": None}, n_nodes=40,
+                            graph_label="a given graph embedding (/w), not the S2ORC citation graph dataset")
+    assert "; 60 nodes, edges not recorded" in scincl.graph_statement(run, other, graph)
+
+
+# ------------------------------------------------------------------------------------------------- graph_source
+def test_the_paper_inputs_hold_the_s2orc_graph_only_when_the_chapter_embeds_it():
+    from sdr.datasets import CHAPTER_DATA
+
+    assert "s2orc_citation_graph" in CHAPTER_DATA["scincl"]
+    assert scincl.paper_inputs("s2orc") == CHAPTER_DATA["scincl"]
+    assert "s2orc_citation_graph" not in scincl.paper_inputs("s2orc", "/data/given")
+    assert "s2orc_citation_graph" not in scincl.paper_inputs("triplets")
+    with pytest.raises(ValueError, match="graph_source 'S2ORC'; expected one of s2orc, triplets"):
+        scincl.paper_inputs("S2ORC")
+
+
+def test_the_chapter_embeds_the_s2orc_fetch_once_and_reads_it_as_a_given_embedding(tmp_path, monkeypatch):
+    """graph_source "s2orc" without graph_embedding: embed_graph embeds the fetch's edges (embed_edge_files) into the
+    results store and reads them back as a given embedding named S2ORC's by its recorded source; a second run with
+    the same settings and fetch reads the same folder again instead of embedding."""
+    import gzip
+
+    from sdr.fetchers.completion import write_record
+
+    monkeypatch.setenv("SDR_RESULTS", str(tmp_path / "results"))
+    corpus = [7000 + i for i in range(30)]
+    fetch = tmp_path / "s2orc_citation_graph"
+    (fetch / "edges").mkdir(parents=True)
+    with gzip.open(fetch / "edges" / "citations-0.tsv.gz", "wt") as handle:
+        handle.writelines(f"{a}\t{b}\n" for a, b in _edges_over(corpus, 3))
+    (fetch / "graph_stats.json").write_text(json.dumps({"release": "2026-11-17", "node_set": "s2orc papers"}))
+    write_record(fetch, "s2orc_citation_graph", "bulk", {"edges": 1})
+    asked = []
+
+    def input_of(name, role="evaluation"):
+        asked.append((name, role))
+        return SimpleNamespace(path=fetch)
+
+    def chapter_run():
+        run = _run(dimension=8)
+        run.p.graph_embedding, run.p.graph_source, run.p.graph_epochs = "", "s2orc", 1
+        run.data = SimpleNamespace(input=input_of)
+        return run
+
+    run = chapter_run()
+    graph = _specter_like_graph({f"sha{c}": c for c in corpus[:20]})
+    embedded = scincl.embed_graph(run, SimpleNamespace(), graph)
+    assert asked == [("s2orc_citation_graph", "training")]
+    assert run.branches == ["S2ORC citation graph embedded in the chapter", "S2ORC graph embedding read"]
+    assert embedded.source == scincl.S2ORC_GRAPH and len(embedded.embedding.ids) == 20
+    assert embedded.graph_size["release"] == "2026-11-17" and embedded.embedding.vectors.shape == (20, 8)
+    assert embedded.graph_label.startswith("the S2ORC citation graph (embedded in the chapter: ")
+    folders = list((tmp_path / "results" / "runs" / "scincl-s2orc-graph").rglob("embedding.json"))
+    assert len(folders) == 1 and not list((tmp_path / "results").rglob("embedding.partial"))
+    # again with the same settings and fetch: read back, not embedded
+    monkeypatch.setattr("sdr.graph.embed_edge_files", lambda *a, **k: pytest.fail("embedded twice"))
+    again = scincl.embed_graph(chapter_run(), SimpleNamespace(), graph)
+    np.testing.assert_array_equal(again.embedding.vectors, embedded.embedding.vectors)

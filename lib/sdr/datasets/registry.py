@@ -554,7 +554,7 @@ S2ORC_CITATION_GRAPH = Dataset(
     manual="`sdr data fetch s2orc_citation_graph` with S2_API_KEY set (reads the s2orc shards' corpus ids and every "
            "citations shard; resumable per shard); then `sdr graph embed "
            "$SDR_DATA_CACHE/s2orc_citation_graph/edges --work-dir DIR` and run the SciNCL chapter with "
-           "`-p graph_embedding DIR`",
+           "`-p graph_embedding DIR`, or let the chapter embed it (the paper profile's graph_source s2orc)",
     expected=("edges", "graph_stats.json"),
     label="S2ORC citation graph from the S2AG bulk citations",
     fetcher="bulk",
@@ -640,8 +640,11 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
     # scidocs_specter_embeddings: the released part's check of SciDocs' shipped SPECTER embeddings (after scidocs)
     "specter": ("scirepeval_cite_prediction", "scidocs", "scidocs_specter_embeddings", "csfcube"),
     # mdcr: the released malteos/scincl's check (thesis Table 6.9); specter_wol: Table 1's w/o-leakage graph, and
-    # s2ag_bulk_wol_texts (after it: its fetch reads the triples' ids) the texts its training reads
-    "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol", "s2ag_bulk_wol_texts"),
+    # s2ag_bulk_wol_texts (after it: its fetch reads the triples' ids) the texts its training reads;
+    # s2orc_citation_graph: SciNCL's graph, embedded in the chapter (graph_source "s2orc"; without it when the graph
+    # is the triplets' or an embedding is given: sdr.methods.scincl.paper_inputs)
+    "scincl": ("scirepeval_cite_prediction", "scidocs", "csfcube", "mdcr", "specter_wol", "s2ag_bulk_wol_texts",
+               "s2orc_citation_graph"),
     "cfs3": ("academic_phrasebank", "csabstruct", "scicite", "csfcube", "s2orc_sample", "cfs3"),
     "cosaemb": ("s2orc_specter", "scirepeval_cite_prediction", "scicite", "csfcube", "scirepeval_full"),
     # the thesis' graph through the bulk route (BULK_ROUTE: the Graph API crawl of its anchors and their references'
@@ -662,7 +665,7 @@ CHAPTER_DATA: dict[str, tuple[str, ...]] = {
 #: line in CHAPTER_DATA — the bulk name in place of the Graph API one — and ``ChapterData.input`` with the old name
 #: reads the bulk folder (:meth:`sdr.datasets.ChapterData.input`). FLeW and SciAspect read their bulk datasets by
 #: default. SciNCL has no Graph API dataset: its bulk dataset is new (the S2ORC citation graph as an edge list, read
-#: by ``sdr graph embed``).
+#: by ``sdr graph embed``; the chapter embeds it at ``paper``, CHAPTER_DATA["scincl"]).
 BULK_ROUTE: dict[str, tuple[str | None, str]] = {
     "flew": ("s2ag_citations_flew", "s2ag_bulk_flew"),
     "sciaspect": ("s2_citations_thesis", "s2ag_bulk_thesis"),

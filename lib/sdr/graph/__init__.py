@@ -31,7 +31,8 @@ API (stable; other chapters import it):
   ``num_partitions`` chosen from the node count and a memory budget (:func:`plan_partitions`;
   ``GraphEmbeddingConfig.num_partitions`` / ``memory_budget_gb``). With ``work_dir`` the vectors are a
   memory-mapped ``vectors.npy`` (``ids.txt`` beside it, and ``embedding.json``: settings, report, link
-  prediction). PBG trains with ``workers`` HOGWILD processes
+  prediction, and ``source``: where the edges came from, :func:`edge_source` — a complete bulk
+  ``s2orc_citation_graph`` fetch's dataset, release, node set, nodes and edges, else the files and counts). PBG trains with ``workers`` HOGWILD processes
   (``GraphEmbeddingConfig.workers``; default every core of the machine for runs of ≥ 1 M training edges, one
   below); :func:`prepare_distributed` / :func:`collect_distributed` run PBG's distributed mode on several machines.
 * :func:`read_given_embedding` — such a folder (or an embeddings JSONL) read back as a precomputed embedding keyed
@@ -57,6 +58,7 @@ One module per reason to change: :mod:`~sdr.graph.pbg` (PBG settings, training, 
 :func:`embed`, :func:`plan_partitions`), :mod:`~sdr.graph.edges` (edge layouts in), :mod:`~sdr.graph.scale`
 (:func:`embed_edge_files`, :func:`write_buckets`, :class:`NodeIds`), :mod:`~sdr.graph.link_prediction`,
 :mod:`~sdr.graph.neighbours`, :mod:`~sdr.graph.given` (a precomputed embedding read back),
+:mod:`~sdr.graph.provenance` (which graph an embedding embeds: :func:`edge_source`, :func:`s2orc_graph_problem`),
 :mod:`~sdr.graph.triplet_graph` (:func:`citation_graph_from_triplets`) and
 :mod:`~sdr.graph.cli` (``sdr graph embed``). Every name is re-exported here, so ``graph.embed(...)`` reads as
 before.
@@ -72,6 +74,10 @@ from sdr.graph.link_prediction import LINK_PREDICTION_METRICS
 from sdr.graph.neighbours import nearest_neighbours
 from sdr.graph.triplet_graph import citation_graph_from_triplets
 from sdr.graph.given import EMBEDDING_INFO, GivenEmbedding, Restricted, check_given_embedding, read_given_embedding
+from sdr.graph.provenance import (
+    GRAPH_STATS, S2ORC_GRAPH_DATASET, describe_source, edge_source, s2orc_graph_problem,
+    source_with_counts,
+)
 from sdr.graph.cli import register
 
 __all__ = [
@@ -108,6 +114,12 @@ __all__ = [
     "GivenEmbedding",
     "Restricted",
     "EMBEDDING_INFO",
+    "edge_source",
+    "s2orc_graph_problem",
+    "source_with_counts",
+    "describe_source",
+    "S2ORC_GRAPH_DATASET",
+    "GRAPH_STATS",
     "nearest_neighbours",
     "register",
 ]

@@ -11,6 +11,7 @@ It changes with the memory model of large graphs (spills, buckets, id arrays), n
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from sdr.graph.edges import EdgeFiles
+from sdr.graph.provenance import edge_source, source_with_counts
 from sdr.graph.pbg import (MAX_REPEATS, EmbeddingReport, GraphEmbedding, GraphEmbeddingConfig, PartitionPlan,
                            _bucket_key, _budget, _quiet_pbg, _save_bucket, _train_pbg, check_resources,
                            plan_partitions, workers_for)
@@ -296,6 +298,8 @@ def embed_edge_files(
     """
     config = config or GraphEmbeddingConfig()
     started = time.perf_counter()
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    source = edge_source(paths)  # recorded in embedding.json: which graph these vectors embed
 
     def say(message: str) -> None:
         if verbose:
@@ -318,7 +322,7 @@ def embed_edge_files(
     ids = node_ids.as_strings()
     report.seconds = time.perf_counter() - started
     if work_dir is not None:  # read back with the vectors as a given embedding (sdr.graph.given)
-        _write_info(Path(work_dir), config, report, link)
+        _write_info(Path(work_dir), config, report, link, source_with_counts(source, report))
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=_IdPairs(buckets.test_rows, ids))
 
@@ -354,6 +358,8 @@ def prepare_distributed(
                          f"tcp://HOST-OF-RANK-0:29500 or file:///shared/pbg-rendezvous; got {init_method!r}")
     root = Path(work_dir).resolve()
     say = (lambda message: print(f"[graph] {message}", flush=True)) if verbose else None
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    source = edge_source(paths)
     buckets = write_buckets(paths, config, root, chunk_size=chunk_size, say=say, min_partitions=2 * machines)
     n_nodes, plan = len(buckets.node_ids), buckets.plan
     storage = ENTITY_STORAGES.make_instance(str(root / "entities"))
@@ -371,7 +377,8 @@ def prepare_distributed(
         'config.py --rank R on each machine)."""\nimport json\n\n\ndef get_torchbiggraph_config():\n'
         f"    return json.loads({json.dumps(json.dumps(settings, indent=1))})\n", encoding="utf-8")
     about = {"nodes": n_nodes, "num_partitions": plan.num_partitions, "machines": machines,
-             "init_method": init_method, "config": asdict(config), "report": asdict(buckets.report)}
+             "init_method": init_method, "config": asdict(config), "report": asdict(buckets.report),
+             "source": source_with_counts(source, buckets.report)}
     (root / _DISTRIBUTED_FILE).write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")
     return [f"python -m sdr.graph.pbg_train {root / 'config.py'} --rank {rank}" for rank in range(machines)]
 
@@ -418,15 +425,18 @@ def collect_distributed(work_dir: str | Path, link_prediction: bool = True) -> G
     config = GraphEmbeddingConfig(**{k: v for k, v in about["config"].items()
                                      if k in GraphEmbeddingConfig.__dataclass_fields__})
     report = EmbeddingReport(**{k: v for k, v in about["report"].items() if k in EmbeddingReport.__dataclass_fields__})
-    _write_info(root, config, report, link)
+    _write_info(root, config, report, link, about.get("source"))
     return GraphEmbedding(ids=ids, vectors=vectors, config=config, link_prediction=link, report=report,
                           test_edges=_IdPairs(test_rows, ids))
 
 
-def _write_info(folder: Path, config: GraphEmbeddingConfig, report: EmbeddingReport, link: dict) -> None:
+def _write_info(folder: Path, config: GraphEmbeddingConfig, report: EmbeddingReport, link: dict,
+                source: dict | None) -> None:
     """``folder/embedding.json`` beside vectors.npy and ids.txt: what a given embedding is read back with
-    (:mod:`sdr.graph.given`: its comparator, dimension and link prediction)."""
+    (:mod:`sdr.graph.given`: its comparator, dimension and link prediction) and the graph it embeds (``source``,
+    :func:`sdr.graph.provenance.edge_source` with the embedded counts: the SciNCL chapter pairs its rows with the
+    paper's only for the S2ORC citation graph dataset)."""
     from sdr.graph.given import EMBEDDING_INFO
 
-    about = {"config": asdict(config), "report": asdict(report), "link_prediction": link}
+    about = {"config": asdict(config), "report": asdict(report), "link_prediction": link, "source": source}
     (Path(folder) / EMBEDDING_INFO).write_text(json.dumps(about, indent=1, default=str) + "\n", encoding="utf-8")

@@ -28,8 +28,9 @@ from sdr.samplers import band_check, count_collisions, specter_triplets
 from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
-           "given_embedding", "given_rows", "S2ORC_GRAPH", "MIN_GIVEN_SHARE",
-           "TrainingSets", "training_sets", "BandCheck", "table4_view", "Collisions", "collision_table", "fig5_shape",
+           "given_embedding", "given_rows", "given_graph", "GRAPH_SOURCES", "paper_inputs", "s2orc_embedding",
+           "S2ORC_GRAPH", "MIN_GIVEN_SHARE", "TrainingSets", "training_sets", "BandCheck", "table4_view",
+           "graph_statement", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
            "paper_models", "retrainer", "paper_pairs", "WOL_PAPER_ROW", "TABLE1_MODELS", "store", "findings"]
 
@@ -139,6 +140,8 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     p = run.p
     if getattr(p, "graph_embedding", ""):
         return given_embedding(run, graph, p.graph_embedding)
+    if getattr(p, "graph_source", "triplets") == "s2orc":
+        return s2orc_embedding(run, graph)
     config = graph_config(p)
     nodes = graph.paper_ids if p.index_every_paper else None
     embedding = embed(graph.citations, config, nodes=nodes)
@@ -158,11 +161,65 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     return CitationEmbedding(embedding, config, link_table, checks, graph.label, graph.label)
 
 
+#: ``graph_source``: "s2orc" (SciNCL's graph, the ``s2orc_citation_graph`` dataset embedded in the chapter: the
+#: ``paper`` profile) or "triplets" (the citations inside the training triplets: ``smoke`` and ``real``).
+GRAPH_SOURCES = ("s2orc", "triplets")
+
+
+def paper_inputs(graph_source: str, graph_embedding: str = "") -> tuple[str, ...]:
+    """The datasets the chapter reads at ``paper`` (``ChapterRun(needs=...)``, checked before anything trains):
+    ``sdr.datasets.CHAPTER_DATA["scincl"]``, which holds ``s2orc_citation_graph`` for the default ``graph_source``
+    "s2orc"; without it when the graph is the triplets' or a ``graph_embedding`` is given (nothing to embed here)."""
+    from sdr.datasets import CHAPTER_DATA
+    from sdr.graph import S2ORC_GRAPH_DATASET
+
+    if graph_source not in GRAPH_SOURCES:
+        raise ValueError(f"graph_source {graph_source!r}; expected one of {', '.join(GRAPH_SOURCES)}")
+    declared = CHAPTER_DATA["scincl"]
+    if graph_source == "s2orc" and not graph_embedding:
+        return declared
+    return tuple(name for name in declared if name != S2ORC_GRAPH_DATASET)
+
+
+def s2orc_embedding(run, graph: TripletGraph) -> CitationEmbedding:
+    """SciNCL's graph embedded in the chapter (``graph_source`` "s2orc", no ``graph_embedding``: the ``paper``
+    profile): the ``s2orc_citation_graph`` fetch's edges (checked before training, :func:`paper_inputs`) embedded
+    with the scalable path (:func:`sdr.graph.embed_edge_files`: partitioned by the memory budget, PBG's workers from
+    the machine's cores) with the chapter's graph settings, into a folder of the results store keyed by those
+    settings and the fetch's completion record (a rerun, or another part, finds it: the S2ORC graph takes hours),
+    then read exactly as a given embedding (:func:`given_embedding`), ``embedding.json`` naming the dataset.
+
+    Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
+    import shutil
+    from dataclasses import asdict
+
+    from sdr.fetchers.completion import fetch_state
+    from sdr.graph import EMBEDDING_INFO, S2ORC_GRAPH_DATASET, embed_edge_files
+
+    fetch = run.data.input(S2ORC_GRAPH_DATASET, role="training").path
+    config = graph_config(run.p)
+    record = fetch_state(fetch).record
+    key = {"graph": asdict(config), "edges": S2ORC_GRAPH_DATASET, "fetched": record.get("completed"),
+           "counts": record.get("counts")}
+    folder = book.run_dir("scincl-s2orc-graph", run.profile, key) / "embedding"
+    if not (folder / EMBEDDING_INFO).is_file():  # embedding.json is written last: a folder without it is unfinished
+        partial = folder.with_name("embedding.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        result = embed_edge_files([fetch / "edges"], config, work_dir=partial, verbose=True)
+        partial.rename(folder)
+        print(f"embedded {S2ORC_GRAPH_DATASET} ({fetch}): {result.report}")
+    else:
+        print(f"{folder}: the {S2ORC_GRAPH_DATASET} embedding of an earlier run with these settings, read again")
+    run.branch("S2ORC citation graph embedded in the chapter")
+    return given_embedding(run, graph, str(folder), how="embedded in the chapter")
+
+
 #: The share of the training papers a given graph embedding must hold (fewer: the file is of another graph).
 MIN_GIVEN_SHARE = 0.5
 
 
-def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
+def given_embedding(run, graph: TripletGraph, path: str, how: str = "given embedding") -> CitationEmbedding:
     """SciNCL's graph at ``paper`` (§3.4, A.4: the S2ORC citation graph, Table 4's 52.5 M nodes), embedded beforehand
     (``sdr graph embed`` on the ``s2orc_citation_graph`` edges) and given as ``graph_embedding``: read with
     :func:`sdr.graph.read_given_embedding` (keyed by S2 corpus ids), restricted to the training papers through their
@@ -171,8 +228,13 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     :class:`ChapterCheckFailed` (a file of another graph). Link prediction is the one ``sdr graph embed`` recorded
     beside the vectors (``embedding.json``), else not scored, with the reason on the page.
 
+    The rows are SciNCL's graph (``source`` :data:`S2ORC_GRAPH`, paired with the paper's) only when
+    ``embedding.json`` names the ``s2orc_citation_graph`` dataset as the edges' source (:func:`given_graph`); any
+    other given embedding (no recorded source, other edge files) is trained on all the same, and its rows stand
+    apart with that reason. ``graph_size`` holds the recorded graph (release, node set, nodes, edges) for Table 4.
+
     Shown in: notebooks/scincl.ipynb, The citation-graph embedding."""
-    from sdr.graph import LINK_PREDICTION_METRICS
+    from sdr.graph import LINK_PREDICTION_METRICS, describe_source
 
     def described(found: int, total: int, given) -> str:
         return (f"{found:,} of the {total:,} training papers found in the given embedding ({len(given.corpus_ids):,} "
@@ -181,8 +243,13 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
     embedding, given, line = given_rows(run, path, {pid: graph.corpus_ids.get(pid) for pid in graph.paper_ids},
                                         described)
     found, config, link = len(embedding.ids), embedding.config, given.link_prediction
-    run.branch("S2ORC graph embedding read")
-    label = f"the S2ORC citation graph (given embedding: {path})"
+    source, problem = given_graph(given)
+    if problem is None:
+        run.branch("S2ORC graph embedding read")
+        label = f"the S2ORC citation graph ({how}: {path})"
+    else:
+        run.branch("given embedding of another graph read")
+        label = f"a given graph embedding ({path}), not the S2ORC citation graph dataset"
     paper = book.read_paper_table("scincl_table5").assign(**{"reported by": "SciNCL Table 5 (S2ORC, 52 M nodes)"})
     if link:
         ours = pd.DataFrame([{"model": f"BigGraph {given.dimension} {config.comparator.capitalize()}.",
@@ -195,18 +262,36 @@ def given_embedding(run, graph: TripletGraph, path: str) -> CitationEmbedding:
                   "writes them, in embedding.json)")
     link_table = paper[["reported by", "model", "dimension", "comparator", *LINK_PREDICTION_METRICS]]
     run.glue("given_found", f"{found:,}")
-    size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges")}
-    return CitationEmbedding(embedding, config, link_table, [line, reason], label, S2ORC_GRAPH, given=True,
+    recorded = (given.info.get("source") or {}) if isinstance(given.info.get("source"), dict) else {}
+    size = {"nodes": len(given.corpus_ids), "edges": (given.info.get("report") or {}).get("distinct_edges"),
+            **{key: recorded.get(key) for key in ("dataset", "release", "node_set") if recorded.get(key)}}
+    pairing = (f"{describe_source(given.info)}; S2ORC's graph: its SciNCL rows may pair with SciNCL's (the pairing "
+               "rule's model and protocol permitting)" if problem is None else
+               f"{describe_source(given.info)}; its rows stand apart from SciNCL's: {problem}")
+    return CitationEmbedding(embedding, config, link_table, [line, reason, pairing], label, source, given=True,
                              graph_size=size)
 
 
+def given_graph(given) -> tuple[str, str | None]:
+    """The graph a given embedding embeds, in the words of the paper's rows, and why it is not SciNCL's: ``(
+    S2ORC_GRAPH, None)`` when its ``embedding.json`` names the ``s2orc_citation_graph`` dataset
+    (:func:`sdr.graph.s2orc_graph_problem`), else ``("another graph (given embedding): <reason>", reason)`` — the
+    pairing rule then shows the rows apart with that reason. The main and the w/o-leakage parts read it."""
+    from sdr.graph import s2orc_graph_problem
+
+    problem = s2orc_graph_problem(given.info)
+    if problem is None:
+        return S2ORC_GRAPH, None
+    return f"another graph (given embedding): {problem}", problem
+
+
 def given_rows(run, path: str, corpus_id_of: Mapping[str, str | int | None], described):
-    """The rows of a given S2ORC graph embedding (``graph_embedding``, :func:`sdr.graph.read_given_embedding`) for the
+    """The rows of a given graph embedding (``graph_embedding``, :func:`sdr.graph.read_given_embedding`) for the
     papers ``corpus_id_of`` maps to corpus ids, as a :class:`sdr.graph.GraphEmbedding` over their own ids: the FAISS
     index holds the papers found. A comparator other than ``graph_comparator`` (the bands' metric) and fewer than
     :data:`MIN_GIVEN_SHARE` of the papers found (a file of another graph) are :class:`ChapterCheckFailed`.
     ``described(found, total, given)`` words the count. Returns ``(embedding, given, that line)``; the main part
-    (:func:`given_embedding`) and the w/o-leakage part read through it."""
+    (:func:`given_embedding`) and the w/o-leakage part read through it, and name its graph with :func:`given_graph`."""
     from sdr.graph import GraphEmbedding, read_given_embedding
     from sdr.graph.pbg import EmbeddingReport
 
@@ -418,6 +503,30 @@ def table4_view(run, sets: TrainingSets, graph: TripletGraph) -> pd.DataFrame:
     return table4.join(ours, how="outer").loc[ours.index]
 
 
+def graph_statement(run, sets: TrainingSets, graph: TripletGraph) -> str:
+    """The graph SciNCL's bands were searched on, beside SciNCL Table 4's (52,526,134 nodes, 463,697,639 edges): for
+    an embedding of the ``s2orc_citation_graph`` fetch its dataset, S2AG release and node set as ``embedding.json``
+    records them (:func:`given_embedding`), then its nodes and edges; for any other graph its name and counts.
+    Printed under Table 4 and glued (``scincl_graph_used``) for the prose.
+
+    Shown in: notebooks/scincl.ipynb, Sampling bands and the two training sets."""
+    table4 = book.read_paper_table("scincl_table4").groupby("model", sort=False)[
+        "replicated_specter_with_leakage"].first()
+    size = sets.graph_size
+    nodes = size.get("nodes", sets.n_nodes) if size else sets.n_nodes
+    edges = size.get("edges") if size else graph.report["edges"]
+    if size.get("dataset"):
+        what = (f"the {size['dataset']} dataset, S2AG release {size.get('release', '?')}, node set: "
+                f"{size.get('node_set', '?')}")
+    else:
+        what = sets.graph_label or graph.label
+    counts = f"{nodes:,} nodes, " + (f"{edges:,} edges" if edges is not None else "edges not recorded")
+    line = (f"Graph used: {what}; {counts} (SciNCL Table 4: {int(table4['Nodes']):,} nodes, "
+            f"{int(table4['Edges']):,} edges; here {100 * nodes / table4['Nodes']:.3g} % of its nodes).")
+    run.glue("graph_used", line)
+    return line
+
+
 # ------------------------------------------------------------------------------------------------- collisions
 @dataclass
 class Collisions:
@@ -509,6 +618,9 @@ def train_main_models(run, inputs, training: specter.TrainingSet, sets: Training
     extra = {"training data": inputs.triplets.source}
     if getattr(run.p, "graph_embedding", ""):  # only then, so the run folders of the triplet graph keep their keys
         extra["graph embedding"] = str(run.p.graph_embedding)
+    elif getattr(run.p, "graph_source", "triplets") == "s2orc":
+        extra["graph embedding"] = (f"{sets.graph_size.get('dataset')} release {sets.graph_size.get('release')}, "
+                                    "embedded in the chapter")
     run.key_runs(extra)
     return specter.train_triplet_models(run, sets.runs, training.papers, train_config(run), probe=64)
 

@@ -198,12 +198,12 @@ def without_leakage(run, inputs, training: specter.TrainingSet) -> WithoutLeakag
             graph.add(query, positive)
     papers = sorted({pid for triple in triples for pid in triple})
     given = getattr(p, "graph_embedding", "")
-    if given:  # SciNCL's own graph: S2ORC's, embedded beforehand, its rows of the triples' papers
-        embedding, given_line = given_wol_embedding(run, papers, given)
+    graph_words = WOL_GRAPH
+    if given:  # SciNCL's own graph (S2ORC's, embedded beforehand) when embedding.json says so: its rows of the papers
+        embedding, given_line, graph_words = given_wol_embedding(run, papers, given)
         print(given_line)
     else:
         embedding = embed(graph, graph_config(p), nodes=papers if p.index_every_paper else None)
-    graph_words = S2ORC_GRAPH if given else WOL_GRAPH
     n_nodes = len(embedding.ids)
     requested = replace(scaled_bands(n_nodes), **{k: v for k, v in (("k_pos", p.k_pos), ("k_hard", p.k_hard)) if v})
     bands = clip_bands(requested, n_nodes)
@@ -223,7 +223,8 @@ def without_leakage(run, inputs, training: specter.TrainingSet) -> WithoutLeakag
     collisions = collision_sweep(embedding, bands, collision_grid(bands, n_nodes, p.collision_k_hard),
                                  query_ids=share_of_queries(all_queries, p.collision_fraction, p.seed), seed=p.seed)
     fig5_shape(run, collisions, max(collision_grid(bands, 2**62, p.collision_k_hard)), n_nodes,
-               "S2ORC's graph (w/o-leakage papers)" if given else "the w/o-leakage triples' graph")
+               ("S2ORC's graph (w/o-leakage papers)" if graph_words == S2ORC_GRAPH else
+                "the given embedding's graph (w/o-leakage papers)") if given else "the w/o-leakage triples' graph")
     specter_texts = texts_by_corpus_id(training)
     shas = {specter_texts[q].metadata.get("sha") for q in queries if q in specter_texts} - {None}
     in_scidocs = shas & (scidocs.split_paper_ids(inputs.scidocs.path, "test")
@@ -276,17 +277,18 @@ def without_leakage(run, inputs, training: specter.TrainingSet) -> WithoutLeakag
 def given_wol_embedding(run, papers, path: str):
     """The rows of the w/o-leakage triples' papers (``papers``: corpus ids) in a given embedding of S2ORC's citation
     graph (``graph_embedding``), read as the main part reads its own (:func:`sdr.methods.scincl.given_rows`: the
-    comparator and the share found checked; SciNCL's index held every training paper, A.4). Returns the embedding and
-    the line that counts them."""
-    from sdr.methods.scincl.chapter import given_rows
+    comparator and the share found checked; SciNCL's index held every training paper, A.4). Returns the embedding,
+    the line that counts them and its graph in the paper rows' words (:func:`sdr.methods.scincl.given_graph`:
+    :data:`S2ORC_GRAPH` only when its embedding.json names the s2orc_citation_graph dataset, else the reason)."""
+    from sdr.methods.scincl.chapter import given_graph, given_rows
 
     def described(found: int, total: int, given) -> str:
         return (f"w/o leakage: {found:,} of the {total:,} papers of SciNCL's released triples found in the given "
                 f"S2ORC embedding ({len(given.corpus_ids):,} nodes); the other {total - found:,} are not in the "
                 "FAISS index")
 
-    embedding, _, line = given_rows(run, path, {pid: pid for pid in papers}, described)
-    return embedding, line
+    embedding, given, line = given_rows(run, path, {pid: pid for pid in papers}, described)
+    return embedding, line, given_graph(given)[0]
 
 
 def _table4_without_leakage() -> dict:
