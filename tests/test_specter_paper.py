@@ -226,7 +226,8 @@ def test_scincls_plan_on_s2orcs_graph_fetches_and_embeds_it():
          + test * rates["link_prediction_s_per_test_edge"] + nodes * d * rates["vectors_s_per_node_dimension"])
         / 3600)
     assert graph.other_hours() > 300  # on this book's 2 cores: weeks, as the page's extrapolation says
-    assert _line(cost, "read the S2ORC graph embedding: the w/o-leakage papers' rows").part == "without_leakage"
+    # the w/o-leakage part samples on its triples' own graph (the chapter's S2ORC embedding is not handed to it)
+    assert _line(cost, "BigGraph embedding of the w/o-leakage triples' graph").part == "without_leakage"
     with pytest.raises(ValueError, match="graph_source"):
         scincl.cost_plan(SimpleNamespace(**{**values, "graph_source": "s2ag"}))
 
