@@ -1186,15 +1186,57 @@ def test_the_differences_list_states_every_setting_not_the_papers_and_a_planted_
     weights = pd.DataFrame({"task": ["Biomimicry", "RELISH", "SciDocs Cite"],
                             "rule": ["held-out 20% of the train split", "no validation or train split: MDCR val",
                                      "no validation or train split: MDCR val"]})
-    lines = flew.differences(run, None, weights=weights)
+    citations = SimpleNamespace(name="s2ag_bulk_flew", real=True, source="S2AG bulk", path="/nonexistent")
+    inputs = SimpleNamespace(citations=citations)
+    lines = flew.differences(run, inputs, weights=weights)
     assert {"effective batch", "learning_rate", "model_name", "pooling"} == set(flew.setting_differences(p))
     assert any(line.startswith("**Tuning:** ") and "Here 1 of Table 1's 19 columns" in line
                and "2 (proximity and search)" in line for line in lines)
     assert any("replicas stand in for mdcr" in line for line in lines)
-    flew.expect_differences_stated(lines, p)
+    flew.expect_differences_stated(lines, run, inputs, weights)
     planted = [line for line in lines if "learning_rate" not in line]  # a planted missing difference
     with pytest.raises(ChapterCheckFailed, match=r"lacks \['learning_rate'\]"):
-        flew.expect_differences_stated(planted, p)
+        flew.expect_differences_stated(planted, run, inputs, weights)
+    # planted: each fixed line missing (splitter, graph, bands, grid, trainer, CSFCube), the tuning, the replicas
+    for label in [*flew.FIXED_DIFFERENCES, "**Tuning:**", "**Data:**"]:
+        planted = [line for line in lines if not line.startswith(label)]
+        assert len(planted) == len(lines) - 1
+        with pytest.raises(ChapterCheckFailed, match=rf"lacks \['{label.strip('*:')}"):
+            flew.expect_differences_stated(planted, run, inputs, weights)
+
+
+def test_the_graph_line_names_the_route_the_runs_citations_came_by(tmp_path, monkeypatch):
+    """The Graph line is generated from the citation input: at ``paper`` the bulk route (s2ag_bulk_flew, with the
+    release its fetch fixed), the Graph API's dataset otherwise, a replica at smoke; a typed-in line claiming another
+    route than the run's fails the check."""
+    monkeypatch.delenv("SDR_PAPER_DRY_RUN", raising=False)
+    from sdr import datasets
+
+    monkeypatch.setattr(datasets, "dry_run", lambda: False)
+    (tmp_path / "release.json").write_text('{"release_id": "2026-11-10"}', encoding="utf-8")
+    bulk = SimpleNamespace(name="s2ag_bulk_flew", real=True, source="S2AG bulk", path=tmp_path)
+    line = flew.graph_line(SimpleNamespace(citations=bulk))
+    assert line.startswith("**Graph:** read from the Semantic Scholar bulk datasets of release 2026-11-10 "
+                           "(s2ag_bulk_flew")
+    assert "Graph API" not in line and "not the 2024-04-02 S2AG release FLeW used" in line
+    api = SimpleNamespace(name="s2ag_citations_flew", real=True, source="S2 Graph API", path=tmp_path / "none")
+    assert "today's Semantic Scholar Graph API (s2ag_citations_flew" in flew.graph_line(SimpleNamespace(citations=api))
+    replica = SimpleNamespace(name="s2ag_citations_flew", real=False, source="a synthetic Graph API", path=tmp_path)
+    assert "a replica (a synthetic Graph API)" in flew.graph_line(SimpleNamespace(citations=replica))
+    monkeypatch.setattr(datasets, "dry_run", lambda: True)
+    assert "the paper dry run's fixture in the s2ag_bulk_flew layout" in flew.graph_line(SimpleNamespace(citations=bulk))
+    monkeypatch.setattr(datasets, "dry_run", lambda: False)
+    # planted: the page's Graph line says the Graph API while the run read the bulk route
+    from sdr.book.profiles import chapter_parameters
+
+    p = SimpleNamespace(**{**chapter_parameters("flew", "paper"), "accumulation_steps": 1})
+    run = SimpleNamespace(p=p, data=SimpleNamespace(inputs={"s2ag_citations_flew": bulk}))
+    lines = flew.differences(run, SimpleNamespace(citations=bulk))
+    flew.expect_differences_stated(lines, run, SimpleNamespace(citations=bulk))
+    typed_in = [flew.graph_line(SimpleNamespace(citations=api)) if line.startswith("**Graph:**") else line
+                for line in lines]
+    with pytest.raises(ChapterCheckFailed, match=r"lacks \['Graph \(read from the Semantic Scholar bulk datasets"):
+        flew.expect_differences_stated(typed_in, run, SimpleNamespace(citations=bulk))
 
 
 def test_the_loss_check_needs_a_drop_above_the_measured_seed_spread():
