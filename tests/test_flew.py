@@ -1259,3 +1259,66 @@ def test_the_loss_check_needs_a_drop_above_the_measured_seed_spread():
     for drop in (0.05, -0.3):
         with pytest.raises(ChapterCheckFailed, match="training did not lower the loss by more than 0.1"):
             flew.expect_trained(run, training(drop))
+
+
+def test_the_released_and_resampled_triplet_sets_are_compared_by_hand_counted_overlap_and_bands(tmp_path):
+    """compare_triplet_sets on hand-made sets: the released triplets (corpus ids mapped through papers.jsonl; one id
+    unmapped, one query not trained) beside ours, with overlap, subgraph edges, distinct positives and the ranks of
+    the released positives and negatives in a facet embedding of points on a line, all counted by hand."""
+    from sdr.corpus import CitationGraph
+    from sdr.datasets import DataInput
+    from sdr.samplers import Triplet
+    from sdr.samplers.bands import BandSetting
+
+    papers = [{"paperId": f"P{n}", "externalIds": {"CorpusId": 100 + n}} for n in range(1, 9)]
+    (tmp_path / "papers.jsonl").write_text("".join(json.dumps(p) + "\n" for p in papers), encoding="utf-8")
+    header = "query_paper_id,positive_id,negative_id\n"
+    released = {"background": ["101,102,105", "101,103,106", "102,104,107", "103,101,108", "101,109,105"],
+                "method": ["101,103,105"], "result": ["102,101,107"]}
+    for facet, rows in released.items():
+        (tmp_path / f"{facet}_training_triplet.csv").write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
+    graph = CitationGraph()
+    graph.add("P1", "P2", ["background"])
+    graph.add("P4", "P2", ["background"])  # (P2, P4) is cited the other way round: still an edge of the subgraph
+    graph.add("P1", "P3", ["method"])
+    graph.add("P5", "P1", ["result"])
+    graph.add("P7", "P3", ["result"])  # P6 and P8 have no edge: not in our graph
+    x = {"P1": 0.0, "P2": 1.0, "P3": 2.1, "P5": 3.3, "P6": 4.6, "P4": 6.0, "P7": 7.6, "P8": 9.3}
+    embedding = SimpleNamespace(ids=list(x), vectors=np.array([[v, 0.0] for v in x.values()], np.float32),
+                                metric="l2")
+    bands = BandSetting(k_pos=2, c_pos=1, k_hard=4, c_hard=1, c_easy=1)
+    ours = {"background": [Triplet("P1", "P2", "P7", "hard"), Triplet("P1", "P4", "P8", "hard"),
+                           Triplet("P2", "P4", "P5", "easy")],
+            "method": [Triplet("P1", "P3", "P5", "hard")], "result": []}
+    sampling = SimpleNamespace(triplets=ours, embeddings={f: embedding for f in ours}, bands=bands)
+    branches = []
+    inputs = SimpleNamespace(citations=SimpleNamespace(path=tmp_path),
+                             triplets=DataInput("flew_triplets", "real", tmp_path, "hand-made"))
+    table = flew.compare_triplet_sets(SimpleNamespace(branch=branches.append), inputs,
+                                      SimpleNamespace(train=["P1", "P2"]), sampling, SimpleNamespace(graph=graph)).table
+    assert branches == ["released triplets compared with the re-sampled ones"]
+    background = table.loc["background"]
+    # P3's triplet is dropped (not a trained query); 109 has no paper: corpus:109
+    assert background["released triplets (trained queries)"] == 4 and background["re-sampled triplets"] == 3
+    assert background["queries in both"] == 2
+    # released pairs (P1,P2) (P1,P3) (P2,P4) (P1,corpus:109); ours (P1,P2) (P1,P4) (P2,P4): 2 shared of 4
+    assert background["(query, positive) pairs shared"] == 2 and background["share of released pairs re-sampled"] == 0.5
+    assert background["released positives cited in our facet subgraph"] == 0.5  # P1→P2 and P4→P2; P1→P3 is method
+    assert background["released papers not in our graph"] == 2  # P6 and corpus:109
+    assert background["distinct positives a query (released, median)"] == 2.0  # P1: 3, P2: 1
+    assert background["distinct positives a query (re-sampled, median)"] == 1.5  # P1: 2, P2: 1
+    # the three released triplets with all papers embedded; ranks from P1: P2 1, P3 2, P5 3, P6 4; from P2: P4 and
+    # P7 beyond max(k) = 4 (rank 0)
+    assert background["released triplets inside our graph"] == 3
+    assert background["released positives in our top k⁺ = 2"] == pytest.approx(2 / 3)  # ranks 1, 2, 0
+    assert background["released positives in our positive band"] == pytest.approx(1 / 3)  # (1, 2]: rank 2 only
+    assert background["released negatives in our top k⁻hard = 4"] == pytest.approx(2 / 3)  # ranks 3, 4, 0
+    assert background["released negatives in our hard band"] == pytest.approx(1 / 3)  # (3, 4]: rank 4 only
+    method = table.loc["method"]
+    assert (method["(query, positive) pairs shared"], method["share of released pairs re-sampled"],
+            method["released positives cited in our facet subgraph"]) == (1, 1.0, 1.0)
+    result = table.loc["result"]
+    assert result["re-sampled triplets"] == 0 and result["queries in both"] == 0
+    assert result["released positives cited in our facet subgraph"] == 0.0  # P5→P1 is not (P2, P1)
+    assert np.isnan(result["distinct positives a query (re-sampled, median)"])
+    assert result["released positives in our top k⁺ = 2"] == 1.0  # from P2, P1 is rank 1
