@@ -1322,3 +1322,37 @@ def test_the_released_and_resampled_triplet_sets_are_compared_by_hand_counted_ov
     assert result["released positives cited in our facet subgraph"] == 0.0  # P5→P1 is not (P2, P1)
     assert np.isnan(result["distinct positives a query (re-sampled, median)"])
     assert result["released positives in our top k⁺ = 2"] == 1.0  # from P2, P1 is rank 1
+
+
+def test_every_query_has_ten_triplets_with_ten_distinct_positives():
+    """§4.1's ten triplets per query and facet, each with its own positive: a query with ten triplets but a repeated
+    positive fails, naming it, as does a query with nine triplets; the band sampler's output passes."""
+    from sdr.samplers import Triplet
+
+    def query(name, positives, n=10):
+        return [Triplet(name, positives[i % len(positives)], f"{name}-n{i}", "hard") for i in range(n)]
+
+    good = query("q1", [f"p{i}" for i in range(10)]) + query("q2", [f"r{i}" for i in range(10)])
+    flew.expect_triplets_per_query(good, "background")
+    repeated = good + query("q3", [f"s{i}" for i in range(9)])  # ten triplets, nine distinct positives
+    with pytest.raises(ChapterCheckFailed, match=r"background: 1 of 3 queries do not have 10 triplets with 10 distinct "
+                                                 r"positives: query q3: 10 triplets, 9 distinct positives"):
+        flew.expect_triplets_per_query(repeated, "background")
+    short = good + query("q4", [f"t{i}" for i in range(9)], n=9)
+    with pytest.raises(ChapterCheckFailed, match=r"query q4: 9 triplets, 9 distinct positives"):
+        flew.expect_triplets_per_query(short, "method")
+
+
+def test_the_band_sampler_gives_each_query_ten_distinct_positives_with_flews_bands():
+    """FLEW_BANDS (c⁺ = 10, c⁻hard + c⁻easy = 10) on a small graph's embedding: every sampled query passes the check."""
+    from sdr.methods import scincl
+    from sdr.samplers.bands import knn_band_triplets
+
+    rng = np.random.default_rng(0)
+    ids = [f"p{i}" for i in range(300)]
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    bands = scincl.scaled_bands(len(ids), bands=flew.FLEW_BANDS)
+    triplets, _ = knn_band_triplets(vectors, ids, query_ids=ids[:20], seed=0, **{
+        name: getattr(bands, name) for name in ("k_pos", "c_pos", "k_hard", "c_hard", "c_easy")})
+    assert len({t.query for t in triplets}) == 20
+    flew.expect_triplets_per_query(triplets, "result")
