@@ -1224,7 +1224,8 @@ def test_the_graph_line_names_the_route_the_runs_citations_came_by(tmp_path, mon
     replica = SimpleNamespace(name="s2ag_citations_flew", real=False, source="a synthetic Graph API", path=tmp_path)
     assert "a replica (a synthetic Graph API)" in flew.graph_line(SimpleNamespace(citations=replica))
     monkeypatch.setattr(datasets, "dry_run", lambda: True)
-    assert "the paper dry run's fixture in the s2ag_bulk_flew layout" in flew.graph_line(SimpleNamespace(citations=bulk))
+    dry = flew.graph_line(SimpleNamespace(citations=bulk))
+    assert "the paper dry run's fixture in the s2ag_bulk_flew layout" in dry
     monkeypatch.setattr(datasets, "dry_run", lambda: False)
     # planted: the page's Graph line says the Graph API while the run read the bulk route
     from sdr.book.profiles import chapter_parameters
@@ -1344,7 +1345,8 @@ def test_every_query_has_ten_triplets_with_ten_distinct_positives():
 
 
 def test_the_band_sampler_gives_each_query_ten_distinct_positives_with_flews_bands():
-    """FLEW_BANDS (c⁺ = 10, c⁻hard + c⁻easy = 10) on a small graph's embedding: every sampled query passes the check."""
+    """FLEW_BANDS (c⁺ = 10, c⁻hard + c⁻easy = 10) on a small graph's embedding: every sampled query passes the
+    check."""
     from sdr.methods import scincl
     from sdr.samplers.bands import knn_band_triplets
 

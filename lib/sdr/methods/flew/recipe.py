@@ -56,7 +56,8 @@ SPLITTER_BASELINE_MARGIN = 0.01
 
 __all__ = ["FACETS", "FLEW_BANDS", "TRIPLETS_PER_QUERY", "SPLITTER_AGREEMENT_TARGET", "SPLITTER_BASELINE_MARGIN",
            "facet_edges", "subgraph_table", "embed_facet_subgraphs",
-           "read_released_triplets", "query_list", "expect_triplets_per_query", "corpus_id_map", "facet_triplets", "facet_papers",
+           "read_released_triplets", "query_list", "expect_triplets_per_query", "corpus_id_map", "facet_triplets",
+           "facet_papers",
            "heldout_triplet_scores", "mdcr_papers",
            "simplex_grid", "combine", "tune_weights", "csfcube_per_query", "csfcube_crossval", "csfcube_systems",
            "seed_spread", "mdcr_scores", "mdcr_tune", "mdcr_fields", "scirepeval_documents", "scirepeval_task_weights", "scirepeval_weighted",

@@ -136,7 +136,7 @@ class Facts:
     warmup_steps: int
     weight_decay: float
     max_grad_norm: float
-    seeds: int  # the leaderboard models' seeds (CSFCube rows): the seeds part's
+    seeds: int  # the leaderboard models' seeds (their CSFCube rows; the seeds part trains those after the first)
     sweep_seeds: int  # the fewest training seeds behind a τ or α sweep row's SciDocs score (0: no sweep row trained)
     recommendations: bool
     not_comparable: list[str]  # "CSFCube (ids: S2 corpus id)": the evaluation sets whose ids are another kind
