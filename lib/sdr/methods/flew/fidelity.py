@@ -184,13 +184,16 @@ def graph_source(citations) -> str:
     from sdr import datasets
 
     if not citations.real:
-        return f"a replica ({citations.source}), not S2AG"
+        return f"a replica ({citations.source})"
     if datasets.dry_run():
-        return f"the paper dry run's fixture in the {citations.name} layout, not S2AG"
+        return f"the paper dry run's fixture in the {citations.name} layout"
     if citations.name == "s2ag_bulk_flew":
-        stored = Path(citations.path) / "release.json"
-        release = (f"release {json.loads(stored.read_text(encoding='utf-8'))['release_id']}" if stored.is_file()
-                   else "one release")
+        stored, release = Path(citations.path) / "release.json", "one release"
+        if stored.is_file():
+            record = json.loads(stored.read_text(encoding="utf-8"))
+            if not isinstance(record, dict) or "release_id" not in record:
+                raise ValueError(f"{stored}: expected the bulk fetch's {{release_id, ...}}, got {str(record)[:200]}")
+            release = f"release {record['release_id']}"
         return (f"the Semantic Scholar bulk datasets of {release} (s2ag_bulk_flew: citations, papers and abstracts "
                 "filtered to the released query list)")
     return f"today's Semantic Scholar Graph API ({citations.name}, fetched around the released query list)"
