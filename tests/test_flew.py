@@ -1187,15 +1187,58 @@ def test_the_differences_list_states_every_setting_not_the_papers_and_a_planted_
     weights = pd.DataFrame({"task": ["Biomimicry", "RELISH", "SciDocs Cite"],
                             "rule": ["held-out 20% of the train split", "no validation or train split: MDCR val",
                                      "no validation or train split: MDCR val"]})
-    lines = flew.differences(run, None, weights=weights)
+    citations = SimpleNamespace(name="s2ag_bulk_flew", real=True, source="S2AG bulk", path="/nonexistent")
+    inputs = SimpleNamespace(citations=citations)
+    lines = flew.differences(run, inputs, weights=weights)
     assert {"effective batch", "learning_rate", "model_name", "pooling"} == set(flew.setting_differences(p))
     assert any(line.startswith("**Tuning:** ") and "Here 1 of Table 1's 19 columns" in line
                and "2 (proximity and search)" in line for line in lines)
     assert any("replicas stand in for mdcr" in line for line in lines)
-    flew.expect_differences_stated(lines, p)
+    flew.expect_differences_stated(lines, run, inputs, weights)
     planted = [line for line in lines if "learning_rate" not in line]  # a planted missing difference
     with pytest.raises(ChapterCheckFailed, match=r"lacks \['learning_rate'\]"):
-        flew.expect_differences_stated(planted, p)
+        flew.expect_differences_stated(planted, run, inputs, weights)
+    # planted: each fixed line missing (splitter, graph, bands, grid, trainer, CSFCube), the tuning, the replicas
+    for label in [*flew.FIXED_DIFFERENCES, "**Tuning:**", "**Data:**"]:
+        planted = [line for line in lines if not line.startswith(label)]
+        assert len(planted) == len(lines) - 1
+        with pytest.raises(ChapterCheckFailed, match=rf"lacks \['{label.strip('*:')}"):
+            flew.expect_differences_stated(planted, run, inputs, weights)
+
+
+def test_the_graph_line_names_the_route_the_runs_citations_came_by(tmp_path, monkeypatch):
+    """The Graph line is generated from the citation input: at ``paper`` the bulk route (s2ag_bulk_flew, with the
+    release its fetch fixed), the Graph API's dataset otherwise, a replica at smoke; a typed-in line claiming another
+    route than the run's fails the check."""
+    monkeypatch.delenv("SDR_PAPER_DRY_RUN", raising=False)
+    from sdr import datasets
+
+    monkeypatch.setattr(datasets, "dry_run", lambda: False)
+    (tmp_path / "release.json").write_text('{"release_id": "2026-11-10"}', encoding="utf-8")
+    bulk = SimpleNamespace(name="s2ag_bulk_flew", real=True, source="S2AG bulk", path=tmp_path)
+    line = flew.graph_line(SimpleNamespace(citations=bulk))
+    assert line.startswith("**Graph:** read from the Semantic Scholar bulk datasets of release 2026-11-10 "
+                           "(s2ag_bulk_flew")
+    assert "Graph API" not in line and "not the 2024-04-02 S2AG release FLeW used" in line
+    api = SimpleNamespace(name="s2ag_citations_flew", real=True, source="S2 Graph API", path=tmp_path / "none")
+    assert "today's Semantic Scholar Graph API (s2ag_citations_flew" in flew.graph_line(SimpleNamespace(citations=api))
+    replica = SimpleNamespace(name="s2ag_citations_flew", real=False, source="a synthetic Graph API", path=tmp_path)
+    assert "a replica (a synthetic Graph API)" in flew.graph_line(SimpleNamespace(citations=replica))
+    monkeypatch.setattr(datasets, "dry_run", lambda: True)
+    dry = flew.graph_line(SimpleNamespace(citations=bulk))
+    assert "the paper dry run's fixture in the s2ag_bulk_flew layout" in dry
+    monkeypatch.setattr(datasets, "dry_run", lambda: False)
+    # planted: the page's Graph line says the Graph API while the run read the bulk route
+    from sdr.book.profiles import chapter_parameters
+
+    p = SimpleNamespace(**{**chapter_parameters("flew", "paper"), "accumulation_steps": 1})
+    run = SimpleNamespace(p=p, data=SimpleNamespace(inputs={"s2ag_citations_flew": bulk}))
+    lines = flew.differences(run, SimpleNamespace(citations=bulk))
+    flew.expect_differences_stated(lines, run, SimpleNamespace(citations=bulk))
+    typed_in = [flew.graph_line(SimpleNamespace(citations=api)) if line.startswith("**Graph:**") else line
+                for line in lines]
+    with pytest.raises(ChapterCheckFailed, match=r"lacks \['Graph \(read from the Semantic Scholar bulk datasets"):
+        flew.expect_differences_stated(typed_in, run, SimpleNamespace(citations=bulk))
 
 
 def test_the_loss_check_needs_a_drop_above_the_measured_seed_spread():
@@ -1218,3 +1261,101 @@ def test_the_loss_check_needs_a_drop_above_the_measured_seed_spread():
     for drop in (0.05, -0.3):
         with pytest.raises(ChapterCheckFailed, match="training did not lower the loss by more than 0.1"):
             flew.expect_trained(run, training(drop))
+
+
+def test_the_released_and_resampled_triplet_sets_are_compared_by_hand_counted_overlap_and_bands(tmp_path):
+    """compare_triplet_sets on hand-made sets: the released triplets (corpus ids mapped through papers.jsonl; one id
+    unmapped, one query not trained) beside ours, with overlap, subgraph edges, distinct positives and the ranks of
+    the released positives and negatives in a facet embedding of points on a line, all counted by hand."""
+    from sdr.corpus import CitationGraph
+    from sdr.datasets import DataInput
+    from sdr.samplers import Triplet
+    from sdr.samplers.bands import BandSetting
+
+    papers = [{"paperId": f"P{n}", "externalIds": {"CorpusId": 100 + n}} for n in range(1, 9)]
+    (tmp_path / "papers.jsonl").write_text("".join(json.dumps(p) + "\n" for p in papers), encoding="utf-8")
+    header = "query_paper_id,positive_id,negative_id\n"
+    released = {"background": ["101,102,105", "101,103,106", "102,104,107", "103,101,108", "101,109,105"],
+                "method": ["101,103,105"], "result": ["102,101,107"]}
+    for facet, rows in released.items():
+        (tmp_path / f"{facet}_training_triplet.csv").write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
+    graph = CitationGraph()
+    graph.add("P1", "P2", ["background"])
+    graph.add("P4", "P2", ["background"])  # (P2, P4) is cited the other way round: still an edge of the subgraph
+    graph.add("P1", "P3", ["method"])
+    graph.add("P5", "P1", ["result"])
+    graph.add("P7", "P3", ["result"])  # P6 and P8 have no edge: not in our graph
+    x = {"P1": 0.0, "P2": 1.0, "P3": 2.1, "P5": 3.3, "P6": 4.6, "P4": 6.0, "P7": 7.6, "P8": 9.3}
+    embedding = SimpleNamespace(ids=list(x), vectors=np.array([[v, 0.0] for v in x.values()], np.float32),
+                                metric="l2")
+    bands = BandSetting(k_pos=2, c_pos=1, k_hard=4, c_hard=1, c_easy=1)
+    ours = {"background": [Triplet("P1", "P2", "P7", "hard"), Triplet("P1", "P4", "P8", "hard"),
+                           Triplet("P2", "P4", "P5", "easy")],
+            "method": [Triplet("P1", "P3", "P5", "hard")], "result": []}
+    sampling = SimpleNamespace(triplets=ours, embeddings={f: embedding for f in ours}, bands=bands)
+    branches = []
+    inputs = SimpleNamespace(citations=SimpleNamespace(path=tmp_path),
+                             triplets=DataInput("flew_triplets", "real", tmp_path, "hand-made"))
+    table = flew.compare_triplet_sets(SimpleNamespace(branch=branches.append), inputs,
+                                      SimpleNamespace(train=["P1", "P2"]), sampling, SimpleNamespace(graph=graph)).table
+    assert branches == ["released triplets compared with the re-sampled ones"]
+    background = table.loc["background"]
+    # P3's triplet is dropped (not a trained query); 109 has no paper: corpus:109
+    assert background["released triplets (trained queries)"] == 4 and background["re-sampled triplets"] == 3
+    assert background["queries in both"] == 2
+    # released pairs (P1,P2) (P1,P3) (P2,P4) (P1,corpus:109); ours (P1,P2) (P1,P4) (P2,P4): 2 shared of 4
+    assert background["(query, positive) pairs shared"] == 2 and background["share of released pairs re-sampled"] == 0.5
+    assert background["released positives cited in our facet subgraph"] == 0.5  # P1→P2 and P4→P2; P1→P3 is method
+    assert background["released papers not in our graph"] == 2  # P6 and corpus:109
+    assert background["distinct positives a query (released, median)"] == 2.0  # P1: 3, P2: 1
+    assert background["distinct positives a query (re-sampled, median)"] == 1.5  # P1: 2, P2: 1
+    # the three released triplets with all papers embedded; ranks from P1: P2 1, P3 2, P5 3, P6 4; from P2: P4 and
+    # P7 beyond max(k) = 4 (rank 0)
+    assert background["released triplets inside our graph"] == 3
+    assert background["released positives in our top k⁺ = 2"] == pytest.approx(2 / 3)  # ranks 1, 2, 0
+    assert background["released positives in our positive band"] == pytest.approx(1 / 3)  # (1, 2]: rank 2 only
+    assert background["released negatives in our top k⁻hard = 4"] == pytest.approx(2 / 3)  # ranks 3, 4, 0
+    assert background["released negatives in our hard band"] == pytest.approx(1 / 3)  # (3, 4]: rank 4 only
+    method = table.loc["method"]
+    assert (method["(query, positive) pairs shared"], method["share of released pairs re-sampled"],
+            method["released positives cited in our facet subgraph"]) == (1, 1.0, 1.0)
+    result = table.loc["result"]
+    assert result["re-sampled triplets"] == 0 and result["queries in both"] == 0
+    assert result["released positives cited in our facet subgraph"] == 0.0  # P5→P1 is not (P2, P1)
+    assert np.isnan(result["distinct positives a query (re-sampled, median)"])
+    assert result["released positives in our top k⁺ = 2"] == 1.0  # from P2, P1 is rank 1
+
+
+def test_every_query_has_ten_triplets_with_ten_distinct_positives():
+    """§4.1's ten triplets per query and facet, each with its own positive: a query with ten triplets but a repeated
+    positive fails, naming it, as does a query with nine triplets; the band sampler's output passes."""
+    from sdr.samplers import Triplet
+
+    def query(name, positives, n=10):
+        return [Triplet(name, positives[i % len(positives)], f"{name}-n{i}", "hard") for i in range(n)]
+
+    good = query("q1", [f"p{i}" for i in range(10)]) + query("q2", [f"r{i}" for i in range(10)])
+    flew.expect_triplets_per_query(good, "background")
+    repeated = good + query("q3", [f"s{i}" for i in range(9)])  # ten triplets, nine distinct positives
+    with pytest.raises(ChapterCheckFailed, match=r"background: 1 of 3 queries do not have 10 triplets with 10 distinct "
+                                                 r"positives: query q3: 10 triplets, 9 distinct positives"):
+        flew.expect_triplets_per_query(repeated, "background")
+    short = good + query("q4", [f"t{i}" for i in range(9)], n=9)
+    with pytest.raises(ChapterCheckFailed, match=r"query q4: 9 triplets, 9 distinct positives"):
+        flew.expect_triplets_per_query(short, "method")
+
+
+def test_the_band_sampler_gives_each_query_ten_distinct_positives_with_flews_bands():
+    """FLEW_BANDS (c⁺ = 10, c⁻hard + c⁻easy = 10) on a small graph's embedding: every sampled query passes the
+    check."""
+    from sdr.methods import scincl
+    from sdr.samplers.bands import knn_band_triplets
+
+    rng = np.random.default_rng(0)
+    ids = [f"p{i}" for i in range(300)]
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    bands = scincl.scaled_bands(len(ids), bands=flew.FLEW_BANDS)
+    triplets, _ = knn_band_triplets(vectors, ids, query_ids=ids[:20], seed=0, **{
+        name: getattr(bands, name) for name in ("k_pos", "c_pos", "k_hard", "c_hard", "c_easy")})
+    assert len({t.query for t in triplets}) == 20
+    flew.expect_triplets_per_query(triplets, "result")

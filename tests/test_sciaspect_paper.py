@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from sdr import book, datasets, plan, released
@@ -285,7 +286,7 @@ def paper_facts(**changes) -> sa.Facts:
     values = dict(profile="paper", training_real=True, dry_run=False, benchmarks_replica=[],
                   model_name="allenai/scibert_scivocab_uncased", model_layers=0, pooling="cls", max_length=512,
                   train_examples=0, epochs=2, effective_batch=8, learning_rate=2e-5, warmup_steps=100,
-                  weight_decay=0.01, max_grad_norm=1.0, seeds=1, recommendations=True,
+                  weight_decay=0.01, max_grad_norm=1.0, seeds=1, sweep_seeds=1, recommendations=True,
                   not_comparable=["CSFCube (ids: S2 corpus id)", "SciRepEval (ids: mixed)"], training_ids="S2 paper id",
                   scirepeval_tasks={"in_train": 7, "out_of_train": 9},
                   rows_not_trained=26, thesis_rows=31, alpha_span=0.18)
@@ -307,21 +308,82 @@ def test_what_differs_states_every_detected_deviation_and_a_planted_missing_one_
     assert ("CSFCube (ids: S2 corpus id), SciRepEval (ids: mixed) is not measured, or for part of the graph only: "
             "the training graph's ids are another kind (S2 paper id)") in lines["leakage not measured"]
     assert "count 7 in-task and 9 out-of-task" in lines["SciRepEval task set"] and "6 and 11" in lines["SciRepEval task set"]
-    assert "span 0.18 points" in lines["one seed"]
+    assert "span 0.18 points" in lines["one seed"] and "each of our τ and α sweep points is one training run" in \
+        lines["one seed"]
     # a planted missing deviation: the page without its weight-decay line stops the chapter, naming it
     planted = {key: line for key, line in lines.items() if key != "optimizer defaults"}
     with pytest.raises(ChapterCheckFailed, match=r"not stated on the page: \['optimizer defaults'\]"):
         sa.expect_stated(facts, planted)
-    # a smoke run: MiniLM on replicas, a few instances, no recommendations; more seeds: no one-seed line
+    # a smoke run: MiniLM on replicas, a few instances, no recommendations; the seeds part's 3 leaderboard seeds leave
+    # each sweep point one run, so the one-seed line stays and says what the seeds part retrains
     smoke = paper_facts(training_real=False, benchmarks_replica=["scidocs", "mdcr"], model_name="minilm",
                         model_layers=2, pooling="mean", max_length=64, train_examples=16, epochs=1,
                         learning_rate=2e-4, warmup_steps=0, recommendations=False, seeds=3, not_comparable=[])
     smoke_lines = sa.deviation_lines(smoke)
     assert {"model", "budget", "benchmarks", "recommendations"} <= set(smoke_lines)
-    assert "one seed" not in smoke_lines and "leakage not measured" not in smoke_lines
+    assert "leakage not measured" not in smoke_lines
+    assert "the `seeds` part retrains only the CSFCube leaderboard models (3 seeds at this run)" in \
+        smoke_lines["one seed"]
+    with pytest.raises(ChapterCheckFailed, match=r"\['one seed'\]"):
+        sa.expect_stated(smoke, {key: line for key, line in smoke_lines.items() if key != "one seed"})
+    assert "no sweep point is trained at this run" in sa.deviation_lines(paper_facts(sweep_seeds=0))["one seed"]
+    # only sweep points trained over several seeds would make the line go
+    assert "one seed" not in sa.deviation_lines(paper_facts(seeds=3, sweep_seeds=3))
     assert "a replica" in smoke_lines["training data"] and "minilm (2 layers), mean pooling" in smoke_lines["model"]
     with pytest.raises(ChapterCheckFailed, match=r"\['model'\]"):
         sa.expect_stated(smoke, {key: line for key, line in smoke_lines.items() if key != "model"})
+
+
+def test_the_seeds_behind_the_sweep_rows_are_the_one_run_each_the_scidocs_table_scores():
+    """The seeds part retrains the leaderboard models only (for CSFCube): each τ and α sweep row's SciDocs score is
+    its one trained encoder, trained with the config's seed, whatever leaderboard_seeds is."""
+    trained = {("Table 6.3", "tau = 0.05"): None, ("Table 6.6", "alpha = 0.7 (base)"): None,
+               ("Table 6.6", "alpha = 0.3"): None, ("Table 6.4", "base model"): None}
+    models = SimpleNamespace(trained=trained, config=SimpleNamespace(seed=4), seeds=[4, 5, 6])
+    assert sa.sweep_row_seeds(models) == {("Table 6.3", "tau = 0.05"): [4], ("Table 6.6", "alpha = 0.7 (base)"): [4],
+                                          ("Table 6.6", "alpha = 0.3"): [4]}
+    assert sa.sweep_row_seeds(SimpleNamespace(trained={("Table 6.4", "base model"): None},
+                                              config=SimpleNamespace(seed=0))) == {}
+
+
+def test_table_6_11s_tasks_counted_rows_and_the_task_set_deviation_read_from_them():
+    """table_6_11_rows writes the evaluator's tasks_counted into our column; the task-set deviation is read from
+    those rows, and a column of ours without them (or with counts that disagree) stops the chapter instead of
+    dropping the deviation without a word."""
+    from sdr.methods.sciaspect.data import TASKS_COUNTED
+
+    tasks = {"Search": {"group": "in_train", "metrics": {"ndcg": 80.0}},
+             "Biomimicry": {"group": "out_of_train", "metrics": {"f1": 60.0}},
+             "Peer Review Score": {"group": "out_of_train", "metrics": {"kendalltau": 20.0}},
+             "SciDocs Cite": {"group": "scidocs", "metrics": {"map": 90.0, "ndcg": 94.0}}}
+    result = {"tasks": tasks, "aggregates": {"formats": {"QRY": 80.0, "CLF": 60.0, "RGN": 20.0}, "in_train": 80.0,
+                                             "out_of_train": 40.0, "scidocs": 92.0, "all": 68.8,
+                                             "tasks_counted": {"in_train": 1, "out_of_train": 2, "scidocs": 1}}}
+    column = sa.table_6_11_rows(result)
+    assert {label: column[label] for label in TASKS_COUNTED} == {
+        "tasks counted: in-task": 1.0, "tasks counted: out-of-task": 2.0, "tasks counted: SciDocs": 1.0}
+    assert column["Review Score [RGN]"] == 20.0 and column["Avg without SciDocs"] == pytest.approx((80 + 60 + 20) / 3)
+    paper = pd.DataFrame({"SPECTER": [54.3, float("nan"), float("nan"), float("nan")]},
+                         index=["In task Avg", *TASKS_COUNTED])
+    table = pd.concat([paper, pd.DataFrame({"SPECTERCL (this book, paper)": column,
+                                            "untrained encoder (this book, paper)": column})], axis=1)
+    counts = sa.scirepeval_task_counts(table)
+    assert counts == {"in_train": 1, "out_of_train": 2}
+    facts = paper_facts(scirepeval_tasks=counts)
+    assert "count 1 in-task and 2 out-of-task" in sa.deviation_lines(facts)["SciRepEval task set"]
+    assert sa.scirepeval_task_counts(paper) == {}  # no column of ours: no SciRepEval averages of ours to count
+    # planted: the rows gone from the table, a count missing, two columns that counted different tasks
+    with pytest.raises(ChapterCheckFailed, match=r"lack the rows \['tasks counted: in-task', 'tasks counted: "
+                                                 r"out-of-task'\] \(TASKS_COUNTED\)"):
+        sa.scirepeval_task_counts(table.drop(index=list(TASKS_COUNTED)))
+    gap = table.copy()
+    gap.loc["tasks counted: out-of-task", "untrained encoder (this book, paper)"] = float("nan")
+    with pytest.raises(ChapterCheckFailed, match="whole numbers"):
+        sa.scirepeval_task_counts(gap)
+    other = table.copy()
+    other.loc["tasks counted: in-task", "untrained encoder (this book, paper)"] = 7.0
+    with pytest.raises(ChapterCheckFailed, match="counted different tasks"):
+        sa.scirepeval_task_counts(other)
 
 
 def test_table_6_11s_recovered_rows_give_the_printed_averages():

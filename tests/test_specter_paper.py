@@ -655,6 +655,29 @@ def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
     assert not any("so the pairing rule shows it apart" in line for line in given)
 
 
+def test_a_planted_missing_scincl_deviation_is_caught():
+    """Each deviation SciNCL's page states at every run (schedule, index, graph, Table 2's Init. rows, the
+    w/o-leakage row) and each replica has a detector: the list without any one of them fails, naming it."""
+    from sdr.methods.scincl import chapter as scincl_chapter
+
+    run = _deviation_run(scincl_chapter, scincl.PAPER_SETTINGS)
+    run.data.inputs["mdcr"] = SimpleNamespace(name="mdcr", real=False, source="a replica of MDCR")
+    lines = scincl.scincl_deviations(run)
+    scincl.expect_scincl_deviations_stated(lines, run)
+    for key, words in scincl.SCINCL_FIXED_DEVIATIONS.items():
+        planted = [line for line in lines if words(run.p) not in line]
+        assert len(planted) == len(lines) - 1, key
+        with pytest.raises(ChapterCheckFailed, match=re.escape(f"not stated on the page: [{key!r}]")):
+            scincl.expect_scincl_deviations_stated(planted, run)
+    planted = [line for line in lines if not line.startswith("mdcr is a replica")]
+    with pytest.raises(ChapterCheckFailed, match=re.escape("['replica mdcr']")):
+        scincl.expect_scincl_deviations_stated(planted, run)
+    # with a given S2ORC embedding, the triplet-graph line is no longer the graph's line
+    given = _deviation_run(scincl_chapter, scincl.PAPER_SETTINGS, graph_embedding="/data/s2orc_graph")
+    with pytest.raises(ChapterCheckFailed, match=re.escape("['graph']")):
+        scincl.expect_scincl_deviations_stated(lines, given)
+
+
 def test_the_findings_say_what_the_rule_made_of_the_wol_row():
     from sdr.methods.scincl.chapter import _wol_finding
 

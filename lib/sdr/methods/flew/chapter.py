@@ -33,8 +33,9 @@ from sdr import book, facets
 from sdr.book.chapter import ChapterCheckFailed, Fit
 from sdr.facets import FACETS
 from sdr.methods.flew.recipe import (FLEW_BANDS, SPLITTER_AGREEMENT_TARGET, SPLITTER_BASELINE_MARGIN,
-                                     TRIPLETS_PER_QUERY, corpus_id_map, embed_facet_subgraphs, facet_edges,
-                                     facet_papers, facet_triplets, heldout_triplet_scores, query_list,
+                                     corpus_id_map, embed_facet_subgraphs,
+                                     expect_triplets_per_query, facet_edges, facet_papers, facet_triplets,
+                                     heldout_triplet_scores, query_list,
                                      read_released_triplets, released_facet_models, subgraph_table)
 
 __all__ = ["FACET_ENCODERS", "SUM_NAME", "Ablation", "ABLATIONS", "chosen_ablations", "RELEASED_BASELINES",
@@ -457,8 +458,8 @@ class Sampling:
 def structural_sampling(run, graph: FacetGraph, queries: QueryList) -> Sampling:
     """Embed each facet subgraph with PyTorch-BigGraph (an edge of weight w written w times) and sample SciNCL band
     triplets in each embedding for the training queries (:data:`FLEW_BANDS`, k's scaled to the corpus). Checked:
-    every positive and negative lies in its band, and every query that got triplets got
-    :data:`TRIPLETS_PER_QUERY`.
+    every positive and negative lies in its band, and every query that got triplets got :data:`TRIPLETS_PER_QUERY`
+    triplets with as many distinct positives (:func:`expect_triplets_per_query`).
 
     Shown in: notebooks/flew.ipynb, 2. Weighted facet subgraphs from the citation graph."""
     from sdr import graph as graph_module
@@ -481,10 +482,7 @@ def structural_sampling(run, graph: FacetGraph, queries: QueryList) -> Sampling:
         if not (ranks["positive_in_band"].all() and ranks["negative_in_band"].all()):
             raise ChapterCheckFailed(f"{facet}: {int((~ranks['positive_in_band']).sum())} positives and "
                                      f"{int((~ranks['negative_in_band']).sum())} negatives outside their bands")
-        per_query = set(pd.Series([t.query for t in triplets[facet]]).value_counts())
-        if not per_query <= {TRIPLETS_PER_QUERY}:
-            raise ChapterCheckFailed(f"{facet}: queries with {sorted(per_query)} triplets, expected "
-                                     f"{TRIPLETS_PER_QUERY} each")
+        expect_triplets_per_query(triplets[facet], facet)
         rows.append({"facet": facet, **embeddings[facet].link_prediction,
                      "repeated training edges": embeddings[facet].report.train_edges})
     return Sampling(config, nodes, embeddings, bands, triplets, pd.DataFrame(rows).set_index("facet").join(coverage))

@@ -561,11 +561,12 @@ def show_table2(run, inputs, table2: Mapping) -> None:
 def differences_markdown(run, inputs, sampling: Sampling, scirepeval: SciRepEvalScores, queries: QueryList
                          ) -> tuple[list[str], str]:
     """The page's "what differs from the paper" list (:func:`sdr.methods.flew.differences`), checked to state every
-    setting of this run that is not the paper's; returns the lines and their markdown.
+    difference of this run (:func:`sdr.methods.flew.expect_differences_stated`); returns the lines and their markdown.
 
     Shown in: notebooks/flew.ipynb, Ours next to the paper."""
     from sdr.methods.flew.fidelity import differences, expect_differences_stated
 
-    lines = differences(run, inputs, sampling.bands, scirepeval.weights.get(SUM_NAME), queries)
-    expect_differences_stated(lines, run.p)
+    weights = scirepeval.weights.get(SUM_NAME)
+    lines = differences(run, inputs, sampling.bands, weights, queries)
+    expect_differences_stated(lines, run, inputs, weights)
     return lines, "**What differs from the paper** (this run):\n\n" + "\n".join(f"* {line}" for line in lines)

@@ -8,16 +8,19 @@ read it); any other row is shown apart, with the reason. The paper's rows are sh
 
 **Differences** (:func:`differences`): the recipe choices the paper leaves open or that the book cannot make as the
 paper did (the splitter, the bands, the graph, the grid, the tuning rule, the trainer's schedule), and every
-setting of this run that is not the paper's (:data:`PAPER_SETTINGS`); :func:`expect_differences_stated` checks
-that each differing setting has its line.
+setting of this run that is not the paper's (:data:`PAPER_SETTINGS`); the graph line names the route the run's
+citation input came by (:func:`graph_source`). :func:`expect_differences_stated` checks that each fixed line
+(:data:`FIXED_DIFFERENCES`), the graph's source, the tuning, the replicas and each differing setting has its line.
 
 Shown in: notebooks/flew.ipynb, Ours next to the paper.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -25,7 +28,8 @@ from sdr.book.chapter import ChapterCheckFailed
 
 __all__ = ["Setup", "PAPER_SETUP", "PAPER_ROW_OF", "PAPER_SETTINGS", "Paired", "pairing", "pair_with_paper",
            "data_of", "row_setups",
-           "setting_differences", "differences", "expect_differences_stated"]
+           "setting_differences", "graph_source", "graph_line", "differences", "FIXED_DIFFERENCES",
+           "expect_differences_stated"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,34 @@ def setting_differences(p) -> dict[str, str]:
     return lines
 
 
+def graph_source(citations) -> str:
+    """Where this run's citation graph comes from, read from its input (``inputs.citations``: its name, kind and, on
+    the bulk route, the release its fetch fixed in ``release.json``)."""
+    from sdr import datasets
+
+    if not citations.real:
+        return f"a replica ({citations.source})"
+    if datasets.dry_run():
+        return f"the paper dry run's fixture in the {citations.name} layout"
+    if citations.name == "s2ag_bulk_flew":
+        stored, release = Path(citations.path) / "release.json", "one release"
+        if stored.is_file():
+            record = json.loads(stored.read_text(encoding="utf-8"))
+            if not isinstance(record, dict) or "release_id" not in record:
+                raise ValueError(f"{stored}: expected the bulk fetch's {{release_id, ...}}, got {str(record)[:200]}")
+            release = f"release {record['release_id']}"
+        return (f"the Semantic Scholar bulk datasets of {release} (s2ag_bulk_flew: citations, papers and abstracts "
+                "filtered to the released query list)")
+    return f"today's Semantic Scholar Graph API ({citations.name}, fetched around the released query list)"
+
+
+def graph_line(inputs, query_list=None) -> str:
+    """The page's **Graph:** line, generated from the run's citation input (:func:`graph_source`)."""
+    return (f"**Graph:** read from {graph_source(inputs.citations)}, not the 2024-04-02 S2AG release FLeW used"
+            + (f" ({query_list.describe()})" if query_list is not None else "")
+            + "; the `published` part trains on the released triplets.")
+
+
 def differences(run, inputs, bands=None, weights: pd.DataFrame | None = None, query_list=None) -> list[str]:
     """What differs from the paper on this page, one markdown line each: the recipe choices (splitter, bands,
     graph, grid, tuning rule, trainer), the inputs that are replicas, and every setting of :func:`setting_differences`.
@@ -186,9 +218,7 @@ def differences(run, inputs, bands=None, weights: pd.DataFrame | None = None, qu
         "**Splitter:** a sequential classifier trained on CSAbstruct stands in for FLeW's LoRA-tuned "
         "Llama-3.1-8B (its GPT-4o labels are not released); the `published` part trains on FLeW's own split "
         "abstracts instead.",
-        "**Graph:** fetched from today's Semantic Scholar Graph API around the released query list, not the "
-        "2024-04-02 S2AG release FLeW used" + (f" ({query_list.describe()})" if query_list is not None else "")
-        + "; the `published` part trains on the released triplets.",
+        graph_line(inputs, query_list),
         "**Bands:** FLeW gives no k; SciNCL's band sampler with its c's doubled (ten triplets a query)"
         + (f": {bands.describe()}" if bands is not None else "") + ".",
         f"**Grid:** FLeW's grid step is not given; {p.weight_step:g} here ({len(simplex_grid(p.weight_step))} "
@@ -218,8 +248,26 @@ def differences(run, inputs, bands=None, weights: pd.DataFrame | None = None, qu
     return lines
 
 
-def expect_differences_stated(lines: Sequence[str], p) -> None:
-    """Every setting that differs from the paper (:func:`setting_differences`) has its line among ``lines``."""
-    missing = [name for name, line in setting_differences(p).items() if line not in lines]
+#: The labels of the lines every FLeW page states whatever the run (:func:`differences`): the recipe choices the
+#: paper leaves open or the book cannot make as the paper did.
+FIXED_DIFFERENCES = ("**Splitter:**", "**Graph:**", "**Bands:**", "**Grid:**", "**Trainer:**", "**CSFCube**")
+
+
+def expect_differences_stated(lines: Sequence[str], run, inputs, weights: pd.DataFrame | None = None) -> None:
+    """The page's list of differences (``lines``) states every difference of this run: each fixed line of
+    :data:`FIXED_DIFFERENCES`, the graph's source as the run's citation input gives it (:func:`graph_source`), the
+    tuning line when the sum's ``weights`` were tuned, the replicas read, and every setting that differs from the
+    paper (:func:`setting_differences`); raises :class:`ChapterCheckFailed` naming what is missing."""
+    missing = [label.strip("*:") for label in FIXED_DIFFERENCES if not any(line.startswith(label) for line in lines)]
+    source = graph_source(inputs.citations)
+    if "Graph" not in missing and not any(line.startswith("**Graph:**") and source in line for line in lines):
+        missing.append(f"Graph (read from {source})")
+    if weights is not None and not weights.empty and not any(line.startswith("**Tuning:**") for line in lines):
+        missing.append("Tuning")
+    replicas = [item.name for item in run.data.inputs.values() if not item.real]
+    if replicas and not any(line.startswith("**Data:**") and all(name in line for name in replicas)
+                            for line in lines):
+        missing.append(f"Data (replicas: {', '.join(replicas)})")
+    missing += [name for name, line in setting_differences(run.p).items() if line not in lines]
     if missing:
         raise ChapterCheckFailed(f"the page's list of differences from the paper lacks {missing}")

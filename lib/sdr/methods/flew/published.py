@@ -1,8 +1,9 @@
 """FLeW's published recipe beside the book's (issue 37): the released triplets compared with the ones re-sampled here,
 and three facet encoders trained on the released triplets with the released split abstracts.
 
-At ``paper`` the book's own recipe changes four things at once — the graph (fetched from today's Semantic Scholar),
-the bands (FLeW gives no k), the splitter (a CSAbstruct classifier for FLeW's LLM) and the weight tuning — so a gap
+At ``paper`` the book's own recipe changes four things at once — the graph (the run's citation input: at ``paper``
+S2AG's bulk datasets of a current release, s2ag_bulk_flew; the page's line names it, flew.fidelity.graph_source), the
+bands (FLeW gives no k), the splitter (a CSAbstruct classifier for FLeW's LLM) and the weight tuning — so a gap
 to Tables 1-3 could not be traced. The ``published`` part trains on exactly what FLeW released
 (``flew_triplets`` and ``flew_split_metadata``, Miracle-dz/FLeW-data): only the weight tuning differs from the
 paper, and its rows stand beside the book's recipe's. :func:`compare_triplet_sets` (part ``main``) measures how the

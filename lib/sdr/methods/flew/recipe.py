@@ -56,7 +56,8 @@ SPLITTER_BASELINE_MARGIN = 0.01
 
 __all__ = ["FACETS", "FLEW_BANDS", "TRIPLETS_PER_QUERY", "SPLITTER_AGREEMENT_TARGET", "SPLITTER_BASELINE_MARGIN",
            "facet_edges", "subgraph_table", "embed_facet_subgraphs",
-           "read_released_triplets", "query_list", "corpus_id_map", "facet_triplets", "facet_papers",
+           "read_released_triplets", "query_list", "expect_triplets_per_query", "corpus_id_map", "facet_triplets",
+           "facet_papers",
            "heldout_triplet_scores", "mdcr_papers",
            "simplex_grid", "combine", "tune_weights", "csfcube_per_query", "csfcube_crossval", "csfcube_systems",
            "seed_spread", "mdcr_scores", "mdcr_tune", "mdcr_fields", "scirepeval_documents", "scirepeval_task_weights", "scirepeval_weighted",
@@ -177,6 +178,23 @@ def query_list(triplets_by_facet: Mapping[str, Sequence[tuple[str, str, str]]]) 
                      "distinct positives per query (median)": float(positives.median()),
                      "queries of the list missing": len(queries) - len(per_query)})
     return list(queries), pd.DataFrame(rows).set_index("facet")
+
+
+def expect_triplets_per_query(triplets: Sequence, facet: str, expected: int = TRIPLETS_PER_QUERY) -> None:
+    """§4.1's 10 triplets per query and facet (2.16 M / 216 K), each with its own positive (:data:`FLEW_BANDS`:
+    c⁺ = 10 positives in the band): every query that got triplets (``triplets``: :class:`sdr.samplers.Triplet`) has
+    ``expected`` triplets and ``expected`` distinct positives. Raises :class:`ChapterCheckFailed` naming the facet
+    and the queries that do not (the first five, with their counts)."""
+    from sdr.book.chapter import ChapterCheckFailed
+
+    counts = (pd.DataFrame([(t.query, t.positive) for t in triplets], columns=["query", "positive"])
+              .groupby("query", sort=False)["positive"].agg(triplets="size", positives="nunique"))
+    wrong = counts[(counts["triplets"] != expected) | (counts["positives"] != expected)]
+    if not wrong.empty:
+        shown = "; ".join(f"query {query}: {row.triplets} triplets, {row.positives} distinct positives"
+                          for query, row in wrong.head(5).iterrows())
+        raise ChapterCheckFailed(f"{facet}: {len(wrong)} of {len(counts)} queries do not have {expected} triplets with "
+                                 f"{expected} distinct positives: {shown}")
 
 
 def corpus_id_map(folder: str | Path) -> dict[str, str]:

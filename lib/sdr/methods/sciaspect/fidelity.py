@@ -18,7 +18,8 @@ import pandas as pd
 from sdr.book.chapter import ChapterCheckFailed
 
 __all__ = ["Setting", "THESIS", "THESIS_SCIREPEVAL_TASKS", "our_setting", "Pairing", "pair", "Facts",
-           "unmeasured_sets", "facts_of", "DETECTORS", "deviation_lines", "expect_stated", "Differs", "what_differs"]
+           "unmeasured_sets", "scirepeval_task_counts", "sweep_row_seeds", "facts_of", "DETECTORS", "deviation_lines",
+           "expect_stated", "Differs", "what_differs"]
 
 THESIS_MODEL = "allenai/scibert_scivocab_uncased"
 
@@ -135,7 +136,8 @@ class Facts:
     warmup_steps: int
     weight_decay: float
     max_grad_norm: float
-    seeds: int
+    seeds: int  # the leaderboard models' seeds (their CSFCube rows; the seeds part trains those after the first)
+    sweep_seeds: int  # the fewest training seeds behind a τ or α sweep row's SciDocs score (0: no sweep row trained)
     recommendations: bool
     not_comparable: list[str]  # "CSFCube (ids: S2 corpus id)": the evaluation sets whose ids are another kind
     training_ids: str  # the kind of the training graph's ids
@@ -163,6 +165,44 @@ def unmeasured_sets(overlap: pd.DataFrame) -> list[str]:
     return unmeasured
 
 
+def scirepeval_task_counts(table_6_11: pd.DataFrame) -> dict[str, int]:
+    """How many in-task and out-of-task tasks our Table 6.11 averages count, read from the rows
+    :data:`sdr.methods.sciaspect.TASKS_COUNTED` of our columns (those named "(this book …)"): ``{}`` when the table
+    has no column of ours (no model scored on SciRepEval at this run). A column of ours without those rows, with a
+    count that is not a whole number, or columns that counted different tasks stop the chapter: the page's "SciRepEval
+    task set" deviation is read from them and would otherwise be dropped without a word."""
+    from sdr.methods.sciaspect.data import TASKS_COUNTED
+
+    ours = [c for c in table_6_11.columns if "(this book" in str(c)]
+    if not ours:
+        return {}
+    labels = {group: label for label, group in TASKS_COUNTED.items() if group != "scidocs"}
+    missing = [label for label in labels.values() if label not in table_6_11.index]
+    if missing:
+        raise ChapterCheckFailed(f"Table 6.11: our columns {ours} lack the rows {missing} (TASKS_COUNTED), from which "
+                                 "the page states how many tasks our averages count")
+    counts = table_6_11.loc[list(labels.values()), ours]
+    bad = counts.isna() | (counts != counts.round())
+    if bad.any().any():
+        raise ChapterCheckFailed(f"Table 6.11: tasks counted must be whole numbers in every column of ours; found\n"
+                                 f"{counts}")
+    if (counts.nunique(axis=1) > 1).any():
+        raise ChapterCheckFailed(f"Table 6.11: our columns counted different tasks (each reads the same SciRepEval "
+                                 f"data):\n{counts}")
+    return {group: int(counts.loc[label, ours[0]]) for group, label in labels.items()}
+
+
+def sweep_row_seeds(models) -> dict[tuple[str, str], list[int]]:
+    """The training seeds behind each τ and α sweep row (:data:`SWEEPS`) of this run: the SciDocs table scores each
+    row's one trained encoder (``models.trained``, trained with ``models.config.seed`` by :func:`train_models`). The
+    ``seeds`` part (:func:`sdr.methods.sciaspect.seed_rows`) retrains the leaderboard models only and scores them on
+    CSFCube only, so it adds no seed to a sweep row."""
+    from sdr.methods.sciaspect.registry import SWEEPS
+
+    return {key: [models.config.seed] for key in models.trained
+            if any(key[0] == sweep.table and key[1].startswith(sweep.prefix) for sweep in SWEEPS.values())}
+
+
 def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
     """The :class:`Facts` of this run (``table_6_11``: :func:`sdr.methods.sciaspect.scoring.scirepeval_table`)."""
     from sdr import book, datasets
@@ -171,11 +211,7 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
     p = run.p
     overlap = training.overlap
     not_comparable = unmeasured_sets(overlap)
-    ours = [c for c in table_6_11.columns if "(this book" in c]
-    tasks = {}
-    if ours and "tasks counted: in-task" in table_6_11.index:
-        tasks = {"in_train": int(table_6_11.loc["tasks counted: in-task", ours[0]]),
-                 "out_of_train": int(table_6_11.loc["tasks counted: out-of-task", ours[0]])}
+    tasks = scirepeval_task_counts(table_6_11)
     paper = book.read_paper_table("thesis_scidocs_ablations")
     thesis_rows = paper[paper["table"].isin(THESIS_TABLES)]
     alphas = paper[(paper["table"] == "Table 6.6")]["avg"]
@@ -190,7 +226,8 @@ def facts_of(run, inputs, training, models, table_6_11: pd.DataFrame) -> Facts:
         model_name=p.model_name, model_layers=p.model_layers, pooling=p.pooling, max_length=p.max_length,
         train_examples=p.train_examples, epochs=p.epochs, effective_batch=p.batch_size * p.accumulation_steps,
         learning_rate=p.learning_rate, warmup_steps=p.warmup_steps, weight_decay=models.config.weight_decay,
-        max_grad_norm=models.config.max_grad_norm, seeds=len(models.seeds), recommendations=p.recommendations,
+        max_grad_norm=models.config.max_grad_norm, seeds=len(models.seeds),
+        sweep_seeds=min(map(len, sweep_row_seeds(models).values()), default=0), recommendations=p.recommendations,
         not_comparable=not_comparable, training_ids=str(overlap.loc["all (removed)", "ids"]), scirepeval_tasks=tasks,
         rows_not_trained=sum(uncovered), thesis_rows=len(thesis_rows),
         alpha_span=float(alphas.max() - alphas.min()), training_dataset=inputs.citations.name)
@@ -209,7 +246,7 @@ DETECTORS = {
     "leakage not measured": lambda f: bool(f.not_comparable),
     "SciRepEval task set": lambda f: bool(f.scirepeval_tasks) and f.scirepeval_tasks != THESIS_SCIREPEVAL_TASKS,
     "SciRepEval baselines": lambda f: True,  # Table 6.11's SciBERT, SPECTER, SciNCL: the SciRepEval paper's
-    "one seed": lambda f: f.seeds < 2,
+    "one seed": lambda f: f.sweep_seeds < 2,  # the seeds part retrains the leaderboard models, not the sweep rows
     "rows not trained": lambda f: f.rows_not_trained > 0,
     "SciAspectWeighted": lambda f: True,
 }
@@ -267,10 +304,14 @@ def deviation_lines(facts: Facts) -> dict[str, str]:
                                         "columns are shown apart, not paired.")
     lines["SciRepEval baselines"] = ("Table 6.11's SciBERT, SPECTER and SciNCL columns are quoted by the thesis from "
                                      "the SciRepEval paper, not measured by it.")
-    if f.seeds < 2:
-        lines["one seed"] = (f"Each row is one training run (one seed): the thesis' α rows span {f.alpha_span:.2f} "
-                             "points of SciDocs average, and no seed spread is measured at this run, so neither its "
-                             "curves' nor ours' shapes within that spread are findings.")
+    if DETECTORS["one seed"](f):
+        ours = ("no sweep point is trained at this run" if not f.sweep_seeds else
+                "each of our τ and α sweep points is one training run (one seed)")
+        retrained = (f"; the `seeds` part retrains only the CSFCube leaderboard models ({f.seeds} seeds at this run) "
+                     "and scores them on CSFCube, not on SciDocs" if f.seeds > 1 else "")
+        lines["one seed"] = (f"Each thesis row is one training run, and {ours}{retrained}: the thesis' α rows span "
+                             f"{f.alpha_span:.2f} points of SciDocs average and no seed spread of a sweep point is "
+                             "measured, so neither its curves' nor ours' shapes within that spread are findings.")
     if f.rows_not_trained:
         lines["rows not trained"] = (f"{f.rows_not_trained} of the thesis' {f.thesis_rows} rows of Tables 6.3-6.7 have "
                                      "no row of ours at this run (the parts and row parameters it runs): shown from "

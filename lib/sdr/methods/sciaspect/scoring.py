@@ -17,7 +17,7 @@ from sdr import book
 from sdr.book.chapter import ChapterCheckFailed, replicas_of_one_corpus
 from sdr.methods.sciaspect.chapter import Models, Samples, TrainingData
 from sdr.methods.sciaspect.data import TASKS_COUNTED, table_6_11_rows
-from sdr.methods.sciaspect.fidelity import THESIS, Pairing, our_setting, pair
+from sdr.methods.sciaspect.fidelity import THESIS, Pairing, our_setting, pair, scirepeval_task_counts
 from sdr.methods.sciaspect.recipe import (FACET_TO_ASPECT, SCIDOCS_PROXIMITY, SCIDOCS_WITHOUT_RECOMM,
                                           average_without_recomm, csfcube_results, train_runs)
 from sdr.methods.sciaspect.registry import (BOARD_EMBEDDINGS, MDCR_CONCAT, MDCR_MODELS, NAMED_MODELS, PROJECTION_ROWS,
@@ -291,8 +291,7 @@ def scirepeval_table(run, inputs, models: Models) -> pd.DataFrame:
                                  "thesis' printed rows")
     table = table.reindex(rows)
     if ours:
-        first = next(iter(ours.values()))
-        counted = {group: int(first[label]) for label, group in TASKS_COUNTED.items() if group != "scidocs"}
+        counted = scirepeval_task_counts(table)
         print(pair(our_setting(run, inputs, "scirepeval", counted), THESIS["scirepeval"]).line)
     return table
 

@@ -28,7 +28,7 @@ __all__ = ["PARTS", "PART_NEEDS", "MDCR_DOCUMENTS", "WOL_PAPERS", "S2ORC_NODES",
            "DRY_RUN_BRANCHES",
            "write_dry_run_wol", "dry_run_wol_triples", "dry_run_wol_texts", "write_dry_run_wol_texts",
            "PAPER_SETTINGS", "SCINCL_DEVIATIONS", "WOL_DEVIATION", "DRY_RUN_GIVEN_GRAPH", "TABLE2_NOT_RUN",
-           "scincl_deviations"]
+           "scincl_deviations", "SCINCL_FIXED_DEVIATIONS", "expect_scincl_deviations_stated"]
 
 # ================================================================================================ parts
 #: The chapter's parts. The headline run is SciNCL Table 1's SciNCL row (one seed) against SPECTER's sampling on the
@@ -593,5 +593,33 @@ def scincl_deviations(run) -> list[str]:
              else TRIPLET_GRAPH_DEVIATION)
     fixed = [f"SciNCL does not state its learning-rate schedule; this run uses {schedule}.", f"Index: {index}.",
              graph, *SCINCL_DEVIATIONS, WOL_DEVIATION.format(graph=WOL_GRAPHS[bool(given)])]
-    return deviations(run, PAPER_SETTINGS, keys=[*run.method.TRAINING_PARAMETERS, "recommendations",
-                                                 "csfcube_max_length"], fixed=fixed)
+    lines = deviations(run, PAPER_SETTINGS, keys=[*run.method.TRAINING_PARAMETERS, "recommendations",
+                                                  "csfcube_max_length"], fixed=fixed)
+    expect_scincl_deviations_stated(lines, run)
+    return lines
+
+
+#: The deviations SciNCL's page states at every run, each with the words its line must hold at this run (issue 37:
+#: a line dropped from :func:`scincl_deviations` fails :func:`expect_scincl_deviations_stated`).
+SCINCL_FIXED_DEVIATIONS = {
+    "schedule": lambda p: "SciNCL does not state its learning-rate schedule; this run uses",
+    "index": lambda p: "Index: ",
+    "graph": lambda p: ("SciNCL's bands are searched on the given embedding of S2ORC's citation graph"
+                        if getattr(p, "graph_embedding", "") else "The citation graph is the one inside SPECTER's "
+                                                                  "training triplets"),
+    "Table 2's Init. rows": lambda p: "Table 2's Init. rows",
+    "w/o-leakage row": lambda p: "Table 1's w/o-leakage SciNCL row is trained on SciNCL's bands sampled on",
+}
+
+
+def expect_scincl_deviations_stated(lines: list[str], run) -> None:
+    """Every deviation of :data:`SCINCL_FIXED_DEVIATIONS` (with the graph this run samples on) and every replica read
+    has its line among ``lines``; raises :class:`ChapterCheckFailed` naming the missing ones."""
+    from sdr.book.chapter import ChapterCheckFailed
+
+    missing = [key for key, words in SCINCL_FIXED_DEVIATIONS.items()
+               if not any(words(run.p) in line for line in lines)]
+    missing += [f"replica {item.name}" for item in run.data.inputs.values()
+                if not item.real and not any(line.startswith(f"{item.name} is a replica") for line in lines)]
+    if missing:
+        raise ChapterCheckFailed(f"SciNCL's deviations from the paper not stated on the page: {missing}")
