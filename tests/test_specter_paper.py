@@ -676,6 +676,11 @@ def test_a_planted_missing_scincl_deviation_is_caught():
     given = _deviation_run(scincl_chapter, scincl.PAPER_SETTINGS, graph_embedding="/data/s2orc_graph")
     with pytest.raises(ChapterCheckFailed, match=re.escape("['graph']")):
         scincl.expect_scincl_deviations_stated(lines, given)
+    # nor with S2ORC's graph embedded in the chapter (graph_source s2orc, the paper profile's), whose line is its own
+    in_chapter = _deviation_run(scincl_chapter, scincl.PAPER_SETTINGS, graph_source="s2orc")
+    with pytest.raises(ChapterCheckFailed, match=re.escape("['graph']")):
+        scincl.expect_scincl_deviations_stated(lines, in_chapter)
+    assert any("embedded in the chapter" in line for line in scincl.scincl_deviations(in_chapter))
 
 
 def test_the_findings_say_what_the_rule_made_of_the_wol_row():

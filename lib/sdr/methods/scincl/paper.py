@@ -605,8 +605,10 @@ SCINCL_FIXED_DEVIATIONS = {
     "schedule": lambda p: "SciNCL does not state its learning-rate schedule; this run uses",
     "index": lambda p: "Index: ",
     "graph": lambda p: ("SciNCL's bands are searched on the given embedding of S2ORC's citation graph"
-                        if getattr(p, "graph_embedding", "") else "The citation graph is the one inside SPECTER's "
-                                                                  "training triplets"),
+                        if getattr(p, "graph_embedding", "") else
+                        "SciNCL's bands are searched on the s2orc_citation_graph dataset embedded in the chapter"
+                        if graph_route(p) == "s2orc" else
+                        "The citation graph is the one inside SPECTER's training triplets"),
     "Table 2's Init. rows": lambda p: "Table 2's Init. rows",
     "w/o-leakage row": lambda p: "Table 1's w/o-leakage SciNCL row is trained on SciNCL's bands sampled on",
 }
