@@ -509,3 +509,42 @@ def test_table2_rows_are_labelled_by_the_pairing_rule_on_the_graph_they_were_sam
     other = scincl.TABLE2_ABLATIONS["k_hard"].vary(setup, 0.3)
     line = scincl.table2_pairs(setup, [other]).iloc[0]
     assert line[column] == "" and line["shown apart because"] == "SciNCL Table 2 has no row 'k_hard=1200'"
+
+
+def test_every_training_paper_is_indexed_even_one_that_occurs_only_as_a_negative(monkeypatch):
+    """SciNCL A.4: the FAISS index holds every training paper. A paper that occurs only as a negative in the triplets
+    has no edge in the triplet graph; with ``index_every_paper`` (the paper profile) :func:`scincl.triplet_graph` lists
+    it and :func:`scincl.embed_graph` embeds it, so it is a neighbour of the queries (a band member); without the
+    parameter it is left out (the deviation list says so)."""
+    from types import SimpleNamespace
+
+    from sdr.corpus import Paper
+    from sdr.methods import specter
+
+    rng = np.random.default_rng(0)
+    papers = {f"p{i:02d}": Paper(f"p{i:02d}", f"title {i}") for i in range(40)}
+    papers["only_negative"] = Paper("only_negative", "a paper no triplet cites")
+    triplets = [(papers[f"p{q:02d}"], papers[f"p{int(pos):02d}"],
+                 papers["only_negative"] if q % 7 == 0 else papers[f"p{int(rng.integers(40)):02d}"])
+                for q in range(20) for pos in rng.choice(np.arange(20, 40), size=3, replace=False)]
+    monkeypatch.setattr(specter, "scidocs_leakage", lambda found, path: None)  # no SciDocs here: not this test's part
+    training = SimpleNamespace(training=SimpleNamespace(paper_triplets=triplets), papers=dict(papers))
+    inputs = SimpleNamespace(triplets=SimpleNamespace(real=True), scidocs=SimpleNamespace(path=None))
+    graph = scincl.triplet_graph(inputs, training)
+    assert "only_negative" in graph.paper_ids and "only_negative" not in graph.citations.nodes
+
+    def embedded(index_every_paper: bool):
+        branches = []
+        p = SimpleNamespace(graph_embedding="", graph_dimension=8, graph_comparator="dot", graph_epochs=2,
+                            graph_test_fraction=0.05, graph_undirected=False, seed=0,
+                            index_every_paper=index_every_paper)
+        run = SimpleNamespace(p=p, profile="paper", branch=branches.append)
+        return scincl.embed_graph(run, inputs, graph), branches
+
+    every, branches = embedded(True)
+    assert branches == ["every training paper indexed"]
+    assert set(every.embedding.ids) == set(graph.paper_ids) and "only_negative" in every.embedding.ids
+    neighbours, _ = every.embedding.neighbours(k=len(every.embedding.ids) - 1, query_ids=graph.query_ids)
+    assert all("only_negative" in found for found in neighbours)  # a candidate of every query's bands
+    edges_only, branches = embedded(False)
+    assert branches == [] and "only_negative" not in edges_only.embedding.ids
