@@ -610,12 +610,27 @@ def test_deviations_name_every_setting_off_the_papers_and_a_planted_missing_one_
         specter.specter_deviations(_deviation_run(planted, warmup_ratio=0.1))
 
 
-def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
+def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run(monkeypatch):
     from sdr.methods.scincl import chapter as scincl_chapter
 
     run = _deviation_run(scincl_chapter, scincl.PAPER_SETTINGS, schedule="linear", index_every_paper=False)
     lines = scincl.scincl_deviations(run)
-    assert any("does not state its learning-rate schedule; this run uses the 'linear' schedule" in line for line in lines)
+    assert any("does not state its learning-rate schedule; this run uses a linear warm-up over the first 10 % of the "
+               "optimizer steps, then linear decay to 0 (SciNCL states neither the schedule nor a warm-up)." in line
+               for line in lines)
+    # the warm-up stated is the trainer's (sdr.train.TrainConfig, which the chapter's train_config leaves at its
+    # default share): a planted other share shows in the line
+    import dataclasses
+
+    from sdr import train
+
+    assert train.TrainConfig().warmup_ratio == 0.1 and train.TrainConfig().warmup_steps is None
+    config = scincl_chapter.train_config(SimpleNamespace(p=SimpleNamespace(**vars(run.p), checkpoint_every=0)))
+    assert config.warmup_ratio == 0.1 and config.warmup_steps is None and config.schedule == "linear"
+    monkeypatch.setattr(train, "TrainConfig", dataclasses.make_dataclass(
+        "TrainConfig", [("warmup_ratio", float, 0.25)], bases=(train.TrainConfig,)))
+    assert any("a linear warm-up over the first 25 % of the optimizer steps" in line
+               for line in scincl.scincl_deviations(run))
     assert any("papers that occur only as negatives are left out" in line for line in lines)
     assert any(line.startswith("`index_every_paper` = False; the paper: True") for line in lines)
     assert any("Init. rows" in line for line in lines) and any("w/o-leakage SPECTER row is not trained" in line
