@@ -468,7 +468,8 @@ def test_table2_rows_are_labelled_by_the_pairing_rule_on_the_graph_they_were_sam
     queries = sorted(embedding.ids[::4])
     paper = book.chapter_parameters("scincl", "paper")
     p, setup = _table2_setup(embedding, scincl.PAPER_BANDS, queries, **{
-        key: paper[key] for key in ("model_name", "model_layers", "max_length", "table2_recommendations")})
+        key: paper[key] for key in ("model_name", "model_layers", "max_length", "table2_recommendations", "k_pos",
+                                    "k_hard", "max_queries")})
     p.bitfit_learning_rate = paper["bitfit_learning_rate"]
     setup.config = specter.train_config(SimpleNamespace(**{**paper, "seed": 0, "schedule": "linear"}))
     setup.inputs = SimpleNamespace(scidocs=SimpleNamespace(real=True))
@@ -505,6 +506,16 @@ def test_table2_rows_are_labelled_by_the_pairing_rule_on_the_graph_they_were_sam
     rows = [reference] + [ablation.vary(setup, value) for name, ablation in scincl.TABLE2_ABLATIONS.items()
                           if name in ("k_hard", "bitfit") for value in ablation.settings(p)]
     assert scincl.table2_pairs(setup, rows)["shown apart because"].str.startswith("training epochs: ours 1").all()
+    # planted: the main run's bands or queries are not the paper's (k-hard 1000; a sample of 80 query papers)
+    setup.config = replace(setup.config, epochs=2)
+    p.k_hard = 1000
+    assert scincl.table2_pairs(setup, [reference])["shown apart because"].iloc[0].startswith(
+        "data: ours \"SciNCL's kNN bands (k+ 25, k-hard 1000) on S2ORC's citation graph")
+    p.k_hard, p.max_queries = 4000, 80
+    assert "SPECTER's queries (a sample of at most 80)" in scincl.table2_pairs(setup, [reference])[
+        "shown apart because"].iloc[0]
+    p.max_queries = 0
+    assert scincl.table2_pairs(setup, [reference])[column].iloc[0] == "SciNCL"
     # planted: a k-hard share Table 2 does not print
     other = scincl.TABLE2_ABLATIONS["k_hard"].vary(setup, 0.3)
     line = scincl.table2_pairs(setup, [other]).iloc[0]

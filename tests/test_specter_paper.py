@@ -510,6 +510,13 @@ def test_scincl_rows_on_the_triplet_graph_are_never_paired_with_the_papers_scinc
     why = apart.set_index("ours").loc[names["SciNCL"], "shown apart because"]
     assert why.startswith("training epochs: ours 1, the paper's 2") and "input length (tokens): ours 128" in why
     assert scincl.paper_models(short, inputs, training, graph, names, on_s2orc) == released
+    # planted: other bands, or a sample of the queries, is other training data: apart, the data as the reason
+    for changes, words in ((dict(k_hard=1000), "SciNCL's kNN bands (k+ 25, k-hard 1000) on S2ORC's citation graph"),
+                           (dict(max_queries=80), "SPECTER's queries (a sample of at most 80)")):
+        other = SimpleNamespace(p=_paper_p("scincl", released_checkpoints=["malteos/scincl"], **changes))
+        paired, apart = scincl.paper_pairs(other, inputs, training, graph, ours, names, on_s2orc)
+        why = apart.set_index("ours").loc[names["SciNCL"], "shown apart because"]
+        assert names["SciNCL"] not in set(paired["ours"]) and why.startswith("data: ") and words in why, changes
 
 
 def test_the_wol_row_is_set_beside_table_1s_wol_row_only_and_only_by_the_rule():

@@ -18,8 +18,8 @@ import pandas as pd
 
 from sdr.book.chapter import ChapterCheckFailed, Fit
 from sdr.methods import specter
-from sdr.methods.scincl.chapter import (CitationEmbedding, TrainingSets, fit_and_release, scidocs_scorer,
-                                        train_config)
+from sdr.methods.scincl.chapter import (CitationEmbedding, TrainingSets, bands_words, fit_and_release,
+                                        main_queries_words, scidocs_scorer, train_config)
 from sdr.methods.scincl.recipe import (PAPER_BANDS, SWEEPS, Bands, sample_triplets, scaled_bands, search_bands,
                                        seed_summary, share_of_queries, sweep_points)
 from sdr.train import TrainConfig
@@ -293,11 +293,11 @@ def table2_origin(setup: Table2Setup, row: Table2Row):
     p = setup.run.p
     source = LEAKY_GRAPH if row.paper_row == LEAKAGE_PAPER_ROW else (setup.embedded.source
                                                                      or setup.embedded.graph_label)
-    queries = "SPECTER's queries" if setup.training.with_leakage else "random S2ORC queries w/o leakage"
+    queries = main_queries_words(p, setup.training.with_leakage)
     config = row.config or setup.config
     training = TrainingProtocol(config.epochs, config.batch_size * config.accumulation_steps, config.learning_rate,
                                 p.max_length)
-    return RowOrigin(f"SciNCL's kNN bands on {source}, {queries}", specter.model_family(p),
+    return RowOrigin(f"SciNCL's kNN bands{bands_words(p)} on {source}, {queries}", specter.model_family(p),
                      scidocs_protocol(setup.inputs.scidocs.real, p.table2_recommendations), training)
 
 
