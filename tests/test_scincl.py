@@ -452,3 +452,110 @@ def test_show_paper_vs_ours_shows_the_papers_rows_when_no_row_of_ours_ran(capsys
     assert list(combined.columns) == ["reported by", "model", *scincl.TABLE2_COLUMNS]
     with pytest.raises(ValueError, match="no column of ours"):
         book.show_paper_vs_ours(run, pd.DataFrame(), paper="scincl_table2")
+
+
+def test_table2_rows_are_labelled_by_the_pairing_rule_on_the_graph_they_were_sampled_on():
+    """Our Table 2 rows are set beside SciNCL Table 2's rows only by the pages' one pairing rule: sampled on
+    SPECTER's triplet graph (the paper profile without ``graph_embedding``) every row is shown apart, the graph
+    named as the reason; sampled on a given embedding of S2ORC's citation graph each pairs with its Table 2 row.
+    Planted: Table 2 scored without recommendations, BitFit at another learning rate, a k-hard share Table 2 lacks."""
+    from types import SimpleNamespace
+
+    from sdr import book
+    from sdr.methods import specter
+
+    embedding = arc_embedding(200)
+    queries = sorted(embedding.ids[::4])
+    paper = book.chapter_parameters("scincl", "paper")
+    p, setup = _table2_setup(embedding, scincl.PAPER_BANDS, queries, **{
+        key: paper[key] for key in ("model_name", "model_layers", "max_length", "table2_recommendations", "k_pos",
+                                    "k_hard", "max_queries")})
+    p.bitfit_learning_rate = paper["bitfit_learning_rate"]
+    setup.config = specter.train_config(SimpleNamespace(**{**paper, "seed": 0, "schedule": "linear"}))
+    setup.inputs = SimpleNamespace(scidocs=SimpleNamespace(real=True))
+    setup.training = SimpleNamespace(with_leakage=True)
+    reference = scincl.Table2Row("reference", "SciNCL", "the main bands", lambda seed: [])
+    rows = [reference] + [ablation.vary(setup, value) for name, ablation in scincl.TABLE2_ABLATIONS.items()
+                          if name != "leakage" for value in ablation.settings(p)]
+    column = scincl.TABLE2_PAIRED
+
+    setup.embedded = SimpleNamespace(embedding=embedding, source="SPECTER's triplet graph",
+                                     graph_label="SPECTER's triplet graph")
+    apart = scincl.table2_pairs(setup, rows).set_index("row")
+    assert (apart[column] == "").all() and len(apart) == 7
+    assert apart["shown apart because"].str.startswith("data: ours \"SciNCL's kNN bands on SPECTER's triplet graph").all()
+    assert apart["shown apart because"].str.contains("S2ORC's citation graph").all()
+
+    setup.embedded = SimpleNamespace(embedding=embedding, source=scincl.S2ORC_GRAPH, graph_label="the S2ORC graph")
+    paired = scincl.table2_pairs(setup, rows).set_index("row")
+    assert list(paired[column]) == ["SciNCL", "k_hard=2000", "k_hard=3000", "easy neg. w/ random", "1% training data",
+                                    "10% training data", "BitFit training"]
+    assert (paired["shown apart because"] == "").all()
+
+    # planted: Table 2 scored without the recommendation task
+    p.table2_recommendations = False
+    planted = scincl.table2_pairs(setup, rows).set_index("row")
+    assert (planted[column] == "").all() and planted["shown apart because"].str.startswith("protocol: ").all()
+    p.table2_recommendations = True
+    # planted: BitFit at 1e-3 (§4.3: 1e-4), and one epoch for every row
+    p.bitfit_learning_rate = 1e-3
+    bitfit = scincl.TABLE2_ABLATIONS["bitfit"].vary(setup, None)
+    why = scincl.table2_pairs(setup, [bitfit])["shown apart because"].iloc[0]
+    assert why == "training learning rate: ours 0.001, the paper's 0.0001 (§4.3: BitFit with lr 1e-4)"
+    setup.config = replace(setup.config, epochs=1)
+    rows = [reference] + [ablation.vary(setup, value) for name, ablation in scincl.TABLE2_ABLATIONS.items()
+                          if name in ("k_hard", "bitfit") for value in ablation.settings(p)]
+    assert scincl.table2_pairs(setup, rows)["shown apart because"].str.startswith("training epochs: ours 1").all()
+    # planted: the main run's bands or queries are not the paper's (k-hard 1000; a sample of 80 query papers)
+    setup.config = replace(setup.config, epochs=2)
+    p.k_hard = 1000
+    assert scincl.table2_pairs(setup, [reference])["shown apart because"].iloc[0].startswith(
+        "data: ours \"SciNCL's kNN bands (k+ 25, k-hard 1000) on S2ORC's citation graph")
+    p.k_hard, p.max_queries = 4000, 80
+    assert "SPECTER's queries (a sample of at most 80)" in scincl.table2_pairs(setup, [reference])[
+        "shown apart because"].iloc[0]
+    p.max_queries = 0
+    assert scincl.table2_pairs(setup, [reference])[column].iloc[0] == "SciNCL"
+    # planted: a k-hard share Table 2 does not print
+    other = scincl.TABLE2_ABLATIONS["k_hard"].vary(setup, 0.3)
+    line = scincl.table2_pairs(setup, [other]).iloc[0]
+    assert line[column] == "" and line["shown apart because"] == "SciNCL Table 2 has no row 'k_hard=1200'"
+
+
+def test_every_training_paper_is_indexed_even_one_that_occurs_only_as_a_negative(monkeypatch):
+    """SciNCL A.4: the FAISS index holds every training paper. A paper that occurs only as a negative in the triplets
+    has no edge in the triplet graph; with ``index_every_paper`` (the paper profile) :func:`scincl.triplet_graph` lists
+    it and :func:`scincl.embed_graph` embeds it, so it is a neighbour of the queries (a band member); without the
+    parameter it is left out (the deviation list says so)."""
+    from types import SimpleNamespace
+
+    from sdr.corpus import Paper
+    from sdr.methods import specter
+
+    rng = np.random.default_rng(0)
+    papers = {f"p{i:02d}": Paper(f"p{i:02d}", f"title {i}") for i in range(40)}
+    papers["only_negative"] = Paper("only_negative", "a paper no triplet cites")
+    triplets = [(papers[f"p{q:02d}"], papers[f"p{int(pos):02d}"],
+                 papers["only_negative"] if q % 7 == 0 else papers[f"p{int(rng.integers(40)):02d}"])
+                for q in range(20) for pos in rng.choice(np.arange(20, 40), size=3, replace=False)]
+    monkeypatch.setattr(specter, "scidocs_leakage", lambda found, path: None)  # no SciDocs here: not this test's part
+    training = SimpleNamespace(training=SimpleNamespace(paper_triplets=triplets), papers=dict(papers))
+    inputs = SimpleNamespace(triplets=SimpleNamespace(real=True), scidocs=SimpleNamespace(path=None))
+    graph = scincl.triplet_graph(inputs, training)
+    assert "only_negative" in graph.paper_ids and "only_negative" not in graph.citations.nodes
+
+    def embedded(index_every_paper: bool):
+        branches = []
+        p = SimpleNamespace(graph_embedding="", graph_dimension=8, graph_comparator="dot", graph_epochs=2,
+                            graph_test_fraction=0.05, graph_undirected=False, seed=0,
+                            index_every_paper=index_every_paper)
+        run = SimpleNamespace(p=p, profile="paper", branch=branches.append)
+        return scincl.embed_graph(run, inputs, graph), branches
+
+    every, branches = embedded(True)
+    assert branches == ["every training paper indexed"]
+    assert set(every.embedding.ids) == set(graph.paper_ids) and "only_negative" in every.embedding.ids
+    neighbours, _ = every.embedding.neighbours(k=len(every.embedding.ids) - 1, query_ids=graph.query_ids)
+    assert all("only_negative" in found for found in neighbours)  # a candidate of every query's bands
+    edges_only, branches = embedded(False)
+    assert branches == [] and "only_negative" not in edges_only.embedding.ids

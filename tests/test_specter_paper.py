@@ -494,9 +494,81 @@ def test_rows_are_paired_only_when_data_model_and_protocol_match():
     assert paired.empty and "protocol" in apart["shown apart because"][0]
 
 
+def _paper_p(chapter: str, **changes) -> SimpleNamespace:
+    """The paper profile's parameters of ``chapter`` (profiles.yml), with ``changes``."""
+    return SimpleNamespace(**{**book.chapter_parameters(chapter, "paper"), **changes})
+
+
+#: SciNCL §4.3 as printed (the paper text), the settings the pairing rule and PAPER_SETTINGS take from it.
+SCINCL_TRAINING_TEXT = {"epochs": (2, "for 2 epochs"), "batch_size": (8, "with batch size 8"),
+                        "effective_batch": (32, "effective batch size of 32 (same as SPECTER)"),
+                        "learning_rate": (2e-5, "learning rate $\\lambda = 2^{-5}$")}
+
+
+def test_the_paper_settings_are_scincls_and_the_paper_profile_trains_with_them():
+    """PAPER_SETTINGS' training values (SPECTER's and SciNCL's) are what SciNCL §4.3 prints, the paper rows' training
+    protocol is built from them, and profiles.yml's paper values are the same: the paper profile's rows differ from
+    the papers' in no training setting."""
+    text = (ROOT.parent / "shared" / "papers" / "001_a9b5f58ad3ba2ccb.txt")
+    if text.is_file():  # the settings against the printed text (the papers live beside the checkout)
+        printed = text.read_text(encoding="utf-8")
+        assert all(phrase in printed for _, phrase in SCINCL_TRAINING_TEXT.values())
+    for settings in (specter.PAPER_SETTINGS, scincl.PAPER_SETTINGS):
+        assert settings["epochs"][0] == SCINCL_TRAINING_TEXT["epochs"][0] and "§4.3" in settings["epochs"][1]
+        assert settings["batch_size"][0] == SCINCL_TRAINING_TEXT["batch_size"][0]
+        assert settings["batch_size"][0] * settings["accumulation_steps"][0] == SCINCL_TRAINING_TEXT["effective_batch"][0]
+        assert settings["learning_rate"][0] == SCINCL_TRAINING_TEXT["learning_rate"][0]
+        assert settings["max_length"][0] == 512
+        assert specter.TrainingProtocol.of_paper(settings) == specter.PAPER_ROWS["SciNCL"].training
+    for row in ("SPECTER", "SciNCL", "SPECTER (random S2ORC w/o leakage)", "SciNCL (random S2ORC w/o leakage)"):
+        assert specter.PAPER_ROWS[row].training == specter.TrainingProtocol(2, 32, 2e-5, 512)
+    assert specter.PAPER_ROWS["SciBERT"].training is None
+    for chapter in ("specter", "scincl"):
+        ours = specter.TrainingProtocol.of_run(_paper_p(chapter))
+        assert ours == specter.PAPER_ROWS["SciNCL"].training and not ours.differences(specter.PAPER_ROWS["SciNCL"].training)
+
+
+def _specter_pairs(p, ours_training="SPECTER's training triplets"):
+    run, inputs = SimpleNamespace(p=p), SimpleNamespace(scidocs=SimpleNamespace(real=True))
+    origins = specter.row_origins(run, inputs, {"SPECTER": ours_training}, [])
+    paper = book.read_paper_table("scidocs").query("source == 'SciNCL'")
+    return specter.pair_with_paper(_ours(), origins, {"untrained encoder": "SciBERT", "SPECTER": "SPECTER"},
+                                   ["avg"], paper)
+
+
+def test_a_row_trained_otherwise_than_the_paper_is_shown_apart_with_the_setting():
+    """The paper profile's SPECTER row pairs with SciNCL Table 1's SPECTER row; planted: the same row with one epoch,
+    or with 128 tokens, or with another effective batch or learning rate, is shown apart, the reason naming the
+    setting, ours, the paper's and where the paper says so — and the deviation list names the same setting."""
+    from sdr.methods.specter import chapter as specter_chapter
+
+    paired, apart = _specter_pairs(_paper_p("specter"))
+    assert list(paired["ours"]) == ["untrained encoder", "SPECTER"] and apart.empty
+    planted = {"epochs": (dict(epochs=1), "training epochs: ours 1, the paper's 2 (SciNCL §4.3: 2 epochs"),
+               "max_length": (dict(max_length=128), "training input length (tokens): ours 128, the paper's 512 "
+                                                    "(SciNCL §3"),
+               "accumulation_steps": (dict(accumulation_steps=1), "training effective batch: ours 8, the paper's 32"),
+               "learning_rate": (dict(learning_rate=5e-5), "training learning rate: ours 5e-05, the paper's 2e-05")}
+    for key, (changes, reason) in planted.items():
+        paired, apart = _specter_pairs(_paper_p("specter", **changes))
+        assert list(paired["ours"]) == ["untrained encoder"], key  # the untrained row is not trained: still paired
+        why = apart.set_index("ours").loc["SPECTER", "shown apart because"]
+        assert why.startswith(reason) and "data:" not in why, (key, why)
+        lines = specter.specter_deviations(_deviation_run(specter_chapter, **changes))
+        assert any(line.startswith(f"`{key}` = {changes[key]!r}; the paper:") for line in lines), key
+    # both at once: both reasons, in the rule's order
+    _, apart = _specter_pairs(_paper_p("specter", epochs=1, max_length=128))
+    why = apart.set_index("ours").loc["SPECTER", "shown apart because"]
+    assert why.index("training epochs") < why.index("training input length")
+    # a setting the paper does not state is not compared: a paper row without an input length pairs at 128 tokens
+    unstated = specter.TrainingProtocol(2, 32, 2e-5, None)
+    assert unstated.unstated() == ["input length (tokens)"]
+    assert not specter.TrainingProtocol(2, 32, 2e-5, 128).differences(unstated)
+    assert "input length" in specter.NOT_COMPARED and "schedule" in specter.NOT_COMPARED
+
+
 def test_scincl_rows_on_the_triplet_graph_are_never_paired_with_the_papers_scincl(monkeypatch):
-    p = SimpleNamespace(recommendations=True, model_name="allenai/scibert_scivocab_uncased", model_layers=0,
-                        released_checkpoints=["malteos/scincl"])
+    p = _paper_p("scincl", released_checkpoints=["malteos/scincl"])
     run = SimpleNamespace(p=p)
     inputs = SimpleNamespace(scidocs=SimpleNamespace(real=True))
     names = {"SciNCL": "SciNCL sampling on SPECTER's triplet graph (with leakage)",
@@ -529,14 +601,28 @@ def test_scincl_rows_on_the_triplet_graph_are_never_paired_with_the_papers_scinc
     assert scincl.paper_models(run, inputs, training, graph, names) == released
     assert scincl.paper_models(run, inputs, training, graph, names, on_triplets) == released
     assert scincl.paper_models(run, inputs, training, graph, names, on_s2orc) == {**released, names["SciNCL"]: "SciNCL"}
+    # planted: on S2ORC's graph but trained for one epoch on 128 tokens: apart, with both settings as the reason,
+    # and not on the leaderboard as SciNCL's row
+    short = SimpleNamespace(p=_paper_p("scincl", released_checkpoints=["malteos/scincl"], epochs=1, max_length=128))
+    paired, apart = scincl.paper_pairs(short, inputs, training, graph, ours, names, on_s2orc)
+    assert names["SciNCL"] not in set(paired["ours"]) and "malteos/scincl (released checkpoint)" in set(paired["ours"])
+    why = apart.set_index("ours").loc[names["SciNCL"], "shown apart because"]
+    assert why.startswith("training epochs: ours 1, the paper's 2") and "input length (tokens): ours 128" in why
+    assert scincl.paper_models(short, inputs, training, graph, names, on_s2orc) == released
+    # planted: other bands, or a sample of the queries, is other training data: apart, the data as the reason
+    for changes, words in ((dict(k_hard=1000), "SciNCL's kNN bands (k+ 25, k-hard 1000) on S2ORC's citation graph"),
+                           (dict(max_queries=80), "SPECTER's queries (a sample of at most 80)")):
+        other = SimpleNamespace(p=_paper_p("scincl", released_checkpoints=["malteos/scincl"], **changes))
+        paired, apart = scincl.paper_pairs(other, inputs, training, graph, ours, names, on_s2orc)
+        why = apart.set_index("ours").loc[names["SciNCL"], "shown apart because"]
+        assert names["SciNCL"] not in set(paired["ours"]) and why.startswith("data: ") and words in why, changes
 
 
 def test_the_wol_row_is_set_beside_table_1s_wol_row_only_and_only_by_the_rule():
     """The without_leakage part's trained row: its candidate is SciNCL Table 1's w/o-leakage row (81.1), never the
     with-leakage row (81.8); on the released triples' own graph it stands apart with the graph as the reason, on
     S2ORC's graph with every query it pairs; planted: the with-leakage queries on S2ORC's graph stay apart."""
-    p = SimpleNamespace(recommendations=True, model_name="allenai/scibert_scivocab_uncased", model_layers=0,
-                        released_checkpoints=[])
+    p = _paper_p("scincl", released_checkpoints=[])
     run, inputs = SimpleNamespace(p=p), SimpleNamespace(scidocs=SimpleNamespace(real=True))
     names = {"SciNCL": "SciNCL sampling on SPECTER's triplet graph (with leakage)",
              "SPECTER sampling": "SPECTER sampling on SPECTER's triplet graph (with leakage)"}
@@ -630,12 +716,27 @@ def test_deviations_name_every_setting_off_the_papers_and_a_planted_missing_one_
         specter.specter_deviations(_deviation_run(planted, warmup_ratio=0.1))
 
 
-def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run():
+def test_scincl_deviations_state_the_schedule_the_index_and_what_is_not_run(monkeypatch):
     from sdr.methods.scincl import chapter as scincl_chapter
 
     run = _deviation_run(scincl_chapter, scincl.PAPER_SETTINGS, schedule="linear", index_every_paper=False)
     lines = scincl.scincl_deviations(run)
-    assert any("does not state its learning-rate schedule; this run uses the 'linear' schedule" in line for line in lines)
+    assert any("does not state its learning-rate schedule; this run uses a linear warm-up over the first 10 % of the "
+               "optimizer steps, then linear decay to 0 (SciNCL states neither the schedule nor a warm-up)." in line
+               for line in lines)
+    # the warm-up stated is the trainer's (sdr.train.TrainConfig, which the chapter's train_config leaves at its
+    # default share): a planted other share shows in the line
+    import dataclasses
+
+    from sdr import train
+
+    assert train.TrainConfig().warmup_ratio == 0.1 and train.TrainConfig().warmup_steps is None
+    config = scincl_chapter.train_config(SimpleNamespace(p=SimpleNamespace(**vars(run.p), checkpoint_every=0)))
+    assert config.warmup_ratio == 0.1 and config.warmup_steps is None and config.schedule == "linear"
+    monkeypatch.setattr(train, "TrainConfig", dataclasses.make_dataclass(
+        "TrainConfig", [("warmup_ratio", float, 0.25)], bases=(train.TrainConfig,)))
+    assert any("a linear warm-up over the first 25 % of the optimizer steps" in line
+               for line in scincl.scincl_deviations(run))
     assert any("papers that occur only as negatives are left out" in line for line in lines)
     assert any(line.startswith("`index_every_paper` = False; the paper: True") for line in lines)
     assert any("Init. rows" in line for line in lines) and any("w/o-leakage SPECTER row is not trained" in line

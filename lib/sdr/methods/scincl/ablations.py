@@ -18,14 +18,15 @@ import pandas as pd
 
 from sdr.book.chapter import ChapterCheckFailed, Fit
 from sdr.methods import specter
-from sdr.methods.scincl.chapter import (CitationEmbedding, TrainingSets, fit_and_release, scidocs_scorer,
-                                        train_config)
+from sdr.methods.scincl.chapter import (CitationEmbedding, TrainingSets, bands_words, fit_and_release,
+                                        main_queries_words, scidocs_scorer, train_config)
 from sdr.methods.scincl.recipe import (PAPER_BANDS, SWEEPS, Bands, sample_triplets, scaled_bands, search_bands,
                                        seed_summary, share_of_queries, sweep_points)
 from sdr.train import TrainConfig
 
 __all__ = ["TABLE2_COLUMNS", "TABLE2_METRICS", "Table2Row", "Table2Setup", "Ablation", "TABLE2_ABLATIONS",
-           "table2_plan", "table2_seeds", "Table2", "run_table2", "show_leakage_audit", "SweepRuns", "run_sweeps"]
+           "table2_plan", "table2_seeds", "Table2", "run_table2", "TABLE2_PAIRED", "LEAKY_GRAPH", "LEAKAGE_PAPER_ROW",
+           "table2_origin", "table2_paper_origin", "table2_pairs", "show_leakage_audit", "SweepRuns", "run_sweeps"]
 
 #: The columns of SciNCL's Table 2 that ours has too (task averages and the average over all metrics).
 TABLE2_COLUMNS = ["cls", "usr", "cite", "rec", "avg"]
@@ -145,7 +146,7 @@ def _leakage_row(setup: Table2Setup, _) -> Table2Row:
         return audits
 
     return Table2Row("graph with the evaluation papers (leakage)",
-                     "w/ leakage (Table 1)", leaky_bands.describe(),
+                     LEAKAGE_PAPER_ROW, leaky_bands.describe(),
                      lambda seed: sample_triplets(leaky_embedding, leaky_bands, sets.main_queries, seed)[0],
                      audit=audit)
 
@@ -263,16 +264,82 @@ def run_table2(run, inputs, training: specter.TrainingSet, embedded: CitationEmb
     table = pd.DataFrame(results).T
     if len(table):
         notes = {row.label: row.note for row in rows}
-        paper_rows = {row.label: row.paper_row for row in rows}
         table["Δ avg w/o REC"] = table["avg w/o REC"] - table.loc["reference", "avg w/o REC"]
         table["setting"] = pd.Series(notes)
-        table["corresponds to (SciNCL Table 2)"] = pd.Series(paper_rows)
+        pairs = table2_pairs(setup, rows).set_index("row")
+        table[TABLE2_PAIRED] = pairs[TABLE2_PAIRED]
+        table["shown apart because"] = pairs["shown apart because"]
         table = table.rename(index={"reference": f"{main} (reference: the main run)"})
     protocol = (f"{len(sets.main_queries):,} query papers ({len(sets.triplets):,} triplets), {p.epochs} epoch(s), "
                 f"{len(seeds)} seed(s) a row, SciDocs {inputs.scidocs.kind} test")
     paper_protocol = p.epochs == 2 and p.max_queries == 0 and len(seeds) >= 3 and inputs.scidocs.real
     return Table2(table, list(selected), [name for name in TABLE2_ABLATIONS if name not in selected], protocol,
                   paper_protocol, audits)
+
+
+#: Our Table 2's column naming the paper's row a row is paired with (empty where the rule shows it apart).
+TABLE2_PAIRED = "corresponds to (SciNCL Table 2)"
+#: The data of our leakage row (the replica's graph with SciDocs' papers), in the words of the paper rows' origins.
+LEAKY_GRAPH = "a replica graph with the evaluation papers"
+
+
+def table2_origin(setup: Table2Setup, row: Table2Row):
+    """Where our Table 2 row comes from (:class:`sdr.methods.specter.RowOrigin`): SciNCL's bands on the graph the row
+    was sampled on (``embedded.source``: :data:`sdr.methods.scincl.S2ORC_GRAPH` only for a given embedding of
+    S2ORC's citation graph; the leakage row: :data:`LEAKY_GRAPH`) with the main run's queries, the model family,
+    Table 2's SciDocs protocol (``table2_recommendations``) and the row's training protocol (its own config)."""
+    from sdr.methods.specter.paper import RowOrigin, TrainingProtocol, scidocs_protocol
+
+    p = setup.run.p
+    source = LEAKY_GRAPH if row.paper_row == LEAKAGE_PAPER_ROW else (setup.embedded.source
+                                                                     or setup.embedded.graph_label)
+    queries = main_queries_words(p, setup.training.with_leakage)
+    config = row.config or setup.config
+    training = TrainingProtocol(config.epochs, config.batch_size * config.accumulation_steps, config.learning_rate,
+                                p.max_length)
+    return RowOrigin(f"SciNCL's kNN bands{bands_words(p)} on {source}, {queries}", specter.model_family(p),
+                     scidocs_protocol(setup.inputs.scidocs.real, p.table2_recommendations), training)
+
+
+#: The paper's row of our leakage row: Table 1's SciNCL (w/ leakage), whose graph holds SciDocs' papers.
+LEAKAGE_PAPER_ROW = "w/ leakage (Table 1)"
+
+
+def table2_paper_origin(paper_row: str):
+    """Where SciNCL Table 2's row ``paper_row`` comes from: Table 1's SciNCL (S2ORC's citation graph, SPECTER's
+    queries, §4.3's training), BitFit with §4.3's learning rate 1e-4; the leakage row is Table 1's SciNCL."""
+    from sdr.methods.scincl.paper import PAPER_SETTINGS
+    from sdr.methods.specter.paper import PAPER_ROWS
+
+    origin = PAPER_ROWS["SciNCL"]
+    if paper_row == "BitFit training":
+        rate, where = PAPER_SETTINGS["bitfit_learning_rate"]
+        training = replace(origin.training, learning_rate=rate,
+                           where=tuple((k, where if k == "learning_rate" else w) for k, w in origin.training.where))
+        origin = replace(origin, training=training)
+    return origin
+
+
+def table2_pairs(setup: Table2Setup, rows: Sequence[Table2Row]) -> pd.DataFrame:
+    """SciNCL Table 2's row each of our rows is set beside, by the pages' one pairing rule
+    (:class:`sdr.methods.specter.RowOrigin`: same data source — the graph the row was sampled on —, model family,
+    protocol and training protocol): ``row``, :data:`TABLE2_PAIRED` (empty where apart) and ``shown apart
+    because``. Rows on SPECTER's triplet graph stand apart (SciNCL's Table 2 sampled on S2ORC's citation graph);
+    rows on a given embedding of S2ORC's graph pair; a row whose paper row Table 2 lacks (another k-hard share)
+    stands apart with that reason."""
+    from sdr import book
+
+    printed = set(book.read_paper_table("scincl_table2")["model"]) | {LEAKAGE_PAPER_ROW}
+    lines = []
+    for row in rows:
+        if row.paper_row not in printed:
+            lines.append({"row": row.label, TABLE2_PAIRED: "",
+                          "shown apart because": f"SciNCL Table 2 has no row {row.paper_row!r}"})
+            continue
+        differences = table2_origin(setup, row).differences(table2_paper_origin(row.paper_row))
+        lines.append({"row": row.label, TABLE2_PAIRED: "" if differences else row.paper_row,
+                      "shown apart because": "; ".join(differences)})
+    return pd.DataFrame(lines, columns=["row", TABLE2_PAIRED, "shown apart because"])
 
 
 def show_leakage_audit(run, table2: Table2) -> None:

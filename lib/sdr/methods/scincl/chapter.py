@@ -32,7 +32,8 @@ __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbe
            "S2ORC_GRAPH", "MIN_GIVEN_SHARE", "TrainingSets", "training_sets", "BandCheck", "table4_view",
            "graph_statement", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
-           "paper_models", "retrainer", "paper_pairs", "WOL_PAPER_ROW", "TABLE1_MODELS", "store", "findings"]
+           "paper_models", "retrainer", "paper_pairs", "main_queries_words", "bands_words", "WOL_PAPER_ROW",
+           "TABLE1_MODELS", "store", "findings"]
 
 #: The parameters that change SciNCL's training (graph, bands, sampling, optimiser, ablation sizes): they key the
 #: chapter's run folder (``book.run_dir``), with the training data's source line (:func:`train_main_models`).
@@ -729,7 +730,8 @@ def retrainer(run, training: specter.TrainingSet, graph: TripletGraph, embedded:
 def paper_pairs(run, inputs, training: specter.TrainingSet, graph: TripletGraph, ours: pd.DataFrame,
                 names: Mapping[str, str], embedded: CitationEmbedding | None = None, without_leakage=None):
     """Our SciDocs rows beside SciNCL Table 1's rows where they match (the one rule of
-    :func:`sdr.methods.specter.pair_with_paper`: same training data, model family and protocol), the others apart with
+    :func:`sdr.methods.specter.pair_with_paper`: same training data — the graph, the bands (:func:`bands_words`) and
+    the queries (:func:`main_queries_words`) —, model family, protocol and training protocol), the others apart with
     the reason: SciNCL ↔ SciNCL, SPECTER sampling ↔ SPECTER (the w/o-leakage rows when our training data do not
     overlap SciDocs), the untrained encoder ↔ SciBERT, malteos/scincl ↔ SciNCL, and the ``without_leakage`` part's
     trained row (:data:`sdr.methods.scincl.WOL_ROW`, SciNCL's released w/o-leakage queries) ↔ SciNCL (random S2ORC
@@ -748,6 +750,22 @@ def paper_pairs(run, inputs, training: specter.TrainingSet, graph: TripletGraph,
     return pair_with_paper(ours, origins, candidates, specter.METRIC_COLUMNS, paper)
 
 
+def main_queries_words(p, with_leakage: bool) -> str:
+    """The main runs' query papers in the words of the paper rows' origins (:data:`sdr.methods.specter.PAPER_ROWS`):
+    SPECTER's (or SciNCL's random S2ORC queries w/o leakage), and a ``max_queries`` sample of them said so (another
+    training set than the paper's)."""
+    words = "SPECTER's queries" if with_leakage else "random S2ORC queries w/o leakage"
+    return words + (f" (a sample of at most {p.max_queries:,})" if p.max_queries else "")
+
+
+def bands_words(p) -> str:
+    """SciNCL's bands where they are not the paper's (§5: k+ 25, k-hard 4000; the parameters ``k_pos``, ``k_hard``,
+    0: scaled to the graph), as the pairing rule reads them; "" for the paper's."""
+    if (p.k_pos, p.k_hard) == (PAPER_BANDS.k_pos, PAPER_BANDS.k_hard):
+        return ""
+    return f" (k+ {p.k_pos or 'scaled to the graph'}, k-hard {p.k_hard or 'scaled to the graph'})"
+
+
 #: SciNCL Table 1's row a row of the ``without_leakage`` part would pair with (its queries are that row's).
 WOL_PAPER_ROW = "SciNCL (random S2ORC w/o leakage)"
 
@@ -758,9 +776,9 @@ def _origins_and_candidates(run, inputs, training: specter.TrainingSet, graph: T
     ``without_leakage`` part's trained rows with the origins it states (:attr:`WithoutLeakage.origins`)."""
     from sdr.methods.specter.paper import RELEASED_PAPER_ROW
 
-    queries = "SPECTER's queries" if training.with_leakage else "random S2ORC queries w/o leakage"
+    queries = main_queries_words(run.p, training.with_leakage)
     source = embedded.source if embedded is not None and embedded.source else graph.label
-    trained = {names["SciNCL"]: f"SciNCL's kNN bands on {source}, {queries}",
+    trained = {names["SciNCL"]: f"SciNCL's kNN bands{bands_words(run.p)} on {source}, {queries}",
                names["SPECTER sampling"]: f"SPECTER's sampling on {graph.label}, {queries}"}
     wol = dict(without_leakage.origins) if without_leakage is not None and without_leakage.trained else {}
     trained.update(wol)

@@ -575,10 +575,15 @@ def scincl_deviations(run) -> list[str]:
     does not state: the one this run uses, stated), how the FAISS index is built, :data:`SCINCL_DEVIATIONS` and the
     w/o-leakage row's graph and texts (:data:`WOL_DEVIATION`)."""
     from sdr.methods.specter.paper import deviations
+    from sdr.train import TrainConfig
 
     p = run.p
-    schedule = ("the slanted-triangular schedule of SPECTER's AllenNLP config (10 % rising, then falling to 1/32)"
-                if p.schedule == "slanted_triangular" else f"the {p.schedule!r} schedule")
+    warmup = f"{TrainConfig().warmup_ratio:.0%}".replace("%", " %")  # the trainer's warm-up share (sdr.train)
+    schedule = {"slanted_triangular": f"the slanted-triangular schedule of SPECTER's AllenNLP config ({warmup} of "
+                                      "the steps rising, then falling to 1/32)",
+                "linear": f"a linear warm-up over the first {warmup} of the optimizer steps, then linear decay to 0 "
+                          "(SciNCL states neither the schedule nor a warm-up)",
+                "cosine": f"a {warmup} linear warm-up, then cosine decay"}.get(p.schedule, f"the {p.schedule!r} schedule")
     index = ("every paper of the triplets is in the FAISS index; those that occur only as negatives have no edge in "
              "the triplet graph, so they keep BigGraph's random initial vectors (in S2ORC they have citations)"
              if p.index_every_paper else

@@ -372,14 +372,17 @@ def training_data(inputs, training: TrainingSet) -> str:
 
 def row_origins(run, inputs, trained: Mapping[str, str], released: Sequence[str]) -> dict:
     """Where each SciDocs row of ours comes from (:class:`sdr.methods.specter.RowOrigin`): the untrained encoder,
-    each trained row (``trained``: page name → its training data in words) and each released checkpoint (the paper's
-    own model, read with the page's protocol)."""
-    from sdr.methods.specter.paper import PAPER_ROWS, RELEASED_PAPER_ROW, RowOrigin, scidocs_protocol
+    each trained row (``trained``: page name → its training data in words; trained with the run's epochs, effective
+    batch, learning rate and input length, :class:`sdr.methods.specter.TrainingProtocol`) and each released
+    checkpoint (the paper's own model, read with the page's protocol)."""
+    from sdr.methods.specter.paper import (PAPER_ROWS, RELEASED_PAPER_ROW, RowOrigin, TrainingProtocol,
+                                           scidocs_protocol)
 
     protocol = scidocs_protocol(inputs.scidocs.real, run.p.recommendations)
     family = model_family(run.p)
+    training = TrainingProtocol.of_run(run.p)
     origins = {"untrained encoder": RowOrigin("none (untrained)", family, protocol)}
-    origins.update({name: RowOrigin(words, family, protocol) for name, words in trained.items()})
+    origins.update({name: RowOrigin(words, family, protocol, training) for name, words in trained.items()})
     for name in released:
         paper_row = PAPER_ROWS[RELEASED_PAPER_ROW[name]]
         origins[f"{name} (released checkpoint)"] = replace(paper_row, protocol=protocol)
@@ -388,7 +391,7 @@ def row_origins(run, inputs, trained: Mapping[str, str], released: Sequence[str]
 
 def paper_pairs(run, inputs, training: TrainingSet, ours: pd.DataFrame):
     """Our SciDocs rows beside the paper rows they match (the one rule, :func:`sdr.methods.specter.pair_with_paper`:
-    same training data, model family and protocol), the others apart with the reason. SPECTER's rows: the
+    same training data, model family, protocol and training protocol), the others apart with the reason. SPECTER's rows: the
     untrained encoder ↔ SciBERT, SPECTER ↔ SciNCL Table 1's SPECTER, SPECTER(Undirected) ↔ the thesis' (trained on
     other data: always apart), the released checkpoint ↔ SPECTER."""
     from sdr.methods.specter.paper import RELEASED_PAPER_ROW, pair_with_paper
@@ -412,16 +415,19 @@ def show_pairs(run, pairs: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     then the rows shown apart with what differs. Shown in: notebooks/specter.ipynb and notebooks/scincl.ipynb."""
     from IPython.display import display
 
+    from sdr.methods.specter.paper import NOT_COMPARED
+
     paired, apart = pairs
     print(run.caption())
     if len(paired):
         display(paired.round(2))
     else:
-        print("No row of ours comes from the paper's training data, model family and protocol together: none is "
-              "paired with a paper's row.")
+        print("No row of ours comes from the paper's training data, model family, protocol and training protocol "
+              "together: none is paired with a paper's row.")
     if len(apart):
         print("Shown apart from the paper's rows:")
         display(apart)
+    print(NOT_COMPARED)
 
 
 #: What the SPECTER chapter does differently from SPECTER (and the thesis) at every profile; the deviations that

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -31,7 +31,8 @@ __all__ = ["PARTS", "PART_NEEDS", "COLAB_SESSION_HOURS", "check_parts", "paper_s
            "SPECTER_PAPERS", "CSFCUBE_PAPERS", "TOKENS_PER_TEXT", "SCIDOCS_SCORING_CPU_HOURS", "DOWNLOADS", "DOWNLOAD_BYTES_PER_S",
            "download_work", "encode_work", "scidocs_scoring_work", "query_count", "cost_plan", "RELEASED_CHECKS",
            "SCIDOCS_METRICS_ASSERTED", "ReleasedModels", "released_models", "DRY_RUN_BRANCHES",
-           "LEAKED_PAPERS", "write_dry_run_scidocs", "dry_run_leaked_papers", "RowOrigin", "PAPER_ROWS", "RELEASED_PAPER_ROW",
+           "LEAKED_PAPERS", "write_dry_run_scidocs", "dry_run_leaked_papers", "TRAINING_COMPARED", "TrainingProtocol",
+           "RowOrigin", "PAPER_ROWS", "THESIS_TRAINING", "NOT_COMPARED", "RELEASED_PAPER_ROW",
            "OFFICIAL_SCIDOCS", "pair_with_paper",
            "PAPER_SETTINGS", "deviations", "scidocs_protocol"]
 
@@ -310,37 +311,95 @@ def dry_run_leaked_papers(fixture) -> list[str]:
 
 
 # ================================================================================================ fidelity
+#: The training settings the pairing rule compares (:class:`TrainingProtocol`), in the page's words. The schedule is
+#: not among them: SciNCL states none (§4.3; the deviation list names the one a run uses).
+TRAINING_COMPARED = {"epochs": "epochs", "effective_batch": "effective batch", "learning_rate": "learning rate",
+                     "max_length": "input length (tokens)"}
+
+
+@dataclass(frozen=True)
+class TrainingProtocol:
+    """How a row's encoder was trained, in the settings the pairing rule compares (:data:`TRAINING_COMPARED`). On a
+    paper's side a setting the paper does not state is ``None`` and is not compared; ``where`` (not compared) says
+    where the paper states each setting it does, or that it states none."""
+
+    epochs: int | None = None
+    effective_batch: int | None = None
+    learning_rate: float | None = None
+    max_length: int | None = None
+    where: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @classmethod
+    def of_run(cls, p, **changes) -> "TrainingProtocol":
+        """A run's protocol from its parameters (``changes``: a row's own, e.g. BitFit's learning rate)."""
+        values = {"epochs": p.epochs, "effective_batch": p.batch_size * p.accumulation_steps,
+                  "learning_rate": p.learning_rate, "max_length": p.max_length}
+        values.update(changes)
+        return cls(**values)
+
+    @classmethod
+    def of_paper(cls, settings: Mapping[str, tuple[object, str]], **changes) -> "TrainingProtocol":
+        """A paper's protocol from its settings (a ``PAPER_SETTINGS`` mapping: name → (value, where the paper says
+        so)); the effective batch is ``batch_size × accumulation_steps``; a setting whose value is ``None`` (not
+        stated) or that the mapping lacks is not compared. ``changes``: ``(value, where)`` of a row's own."""
+        def stated(key):
+            return changes.get(key, settings.get(key, (None, "not stated")))
+
+        batch, batch_where = stated("batch_size")
+        steps, steps_where = stated("accumulation_steps")
+        values = {"epochs": stated("epochs"), "learning_rate": stated("learning_rate"),
+                  "max_length": stated("max_length"),
+                  "effective_batch": changes.get("effective_batch") or (
+                      (batch * steps, f"{batch_where}; {steps_where}") if batch is not None and steps is not None
+                      else (None, f"{batch_where}; {steps_where}"))}
+        return cls(**{key: value for key, (value, _) in values.items()},
+                   where=tuple((key, where) for key, (_, where) in values.items()))
+
+    def unstated(self) -> list[str]:
+        """The compared settings this (paper) protocol does not state, so the rule does not compare them."""
+        return [TRAINING_COMPARED[key] for key in TRAINING_COMPARED if getattr(self, key) is None]
+
+    def differences(self, paper: "TrainingProtocol") -> list[str]:
+        """Each stated setting of ``paper`` that ours does not share, with where the paper states it."""
+        where = dict(paper.where)
+        lines = []
+        for key, label in TRAINING_COMPARED.items():
+            theirs, mine = getattr(paper, key), getattr(self, key)
+            if theirs is not None and mine != theirs:
+                lines.append(f"training {label}: ours {mine!r}, the paper's {theirs!r}"
+                             + (f" ({where[key]})" if where.get(key) else ""))
+        return lines
+
+
 @dataclass(frozen=True)
 class RowOrigin:
     """Where a SciDocs row comes from: the training data (or "none (untrained)", or the released checkpoint), the
-    model family it starts from, and the evaluation protocol. A row of ours is set beside a paper's row only when all
-    three are the same (:func:`pair_with_paper`)."""
+    model family it starts from, the evaluation protocol, and the training protocol (:class:`TrainingProtocol`;
+    ``None``: not trained). A row of ours is set beside a paper's row only when all four are the same
+    (:func:`pair_with_paper`): the training settings a paper does not state are not compared."""
 
     data: str
     family: str
     protocol: str
+    training: TrainingProtocol | None = None
 
     def differences(self, other: "RowOrigin") -> list[str]:
-        return [f"{what}: ours {mine!r}, the paper's {theirs!r}"
-                for what, mine, theirs in (("data", self.data, other.data), ("model", self.family, other.family),
-                                           ("protocol", self.protocol, other.protocol)) if mine != theirs]
+        lines = [f"{what}: ours {mine!r}, the paper's {theirs!r}"
+                 for what, mine, theirs in (("data", self.data, other.data), ("model", self.family, other.family),
+                                            ("protocol", self.protocol, other.protocol)) if mine != theirs]
+        if self.training is None or other.training is None:
+            if (self.training is None) != (other.training is None):
+                lines.append("training: ours " + ("none (untrained)" if self.training is None else "trained")
+                             + ", the paper's " + ("none (untrained)" if other.training is None else "trained"))
+            return lines
+        return lines + self.training.differences(other.training)
 
 
 OFFICIAL_SCIDOCS = "SciDocs test, the official evaluator, all 12 metrics"
 #: The paper rows the SPECTER and SciNCL chapters set beside theirs (``data/paper_tables/scidocs.csv``), by name, and
-#: where each comes from.
-PAPER_ROWS: dict[str, RowOrigin] = {
-    "SciBERT": RowOrigin("none (untrained)", "SciBERT", OFFICIAL_SCIDOCS),
-    "SPECTER": RowOrigin("SPECTER's training triplets", "SciBERT", OFFICIAL_SCIDOCS),
-    "SPECTER (random S2ORC w/o leakage)": RowOrigin("SPECTER's sampling on a random S2ORC subset w/o leakage",
-                                                    "SciBERT", OFFICIAL_SCIDOCS),
-    "SPECTER(Undirected)": RowOrigin("the thesis' undirected sampling on Semantic Scholar citations of SciNCL's w/o "
-                                     "leakage queries", "SciBERT", OFFICIAL_SCIDOCS),
-    "SciNCL": RowOrigin("SciNCL's kNN bands on S2ORC's citation graph, SPECTER's queries", "SciBERT",
-                        OFFICIAL_SCIDOCS),
-    "SciNCL (random S2ORC w/o leakage)": RowOrigin("SciNCL's kNN bands on S2ORC's citation graph, random S2ORC "
-                                                   "queries w/o leakage", "SciBERT", OFFICIAL_SCIDOCS),
-}
+#: where each comes from: SPECTER's and SciNCL's rows trained with SciNCL §4.3's protocol (SPECTER's setup,
+#: :data:`PAPER_SETTINGS`), the thesis' SPECTER(Undirected) with its §4.2/§4.4 protocol (:data:`THESIS_TRAINING`).
+PAPER_ROWS: dict[str, RowOrigin] = {}  # filled below, once PAPER_SETTINGS is defined
 #: A released checkpoint is the paper's model itself: its row pairs with this paper row (same origin, same protocol).
 RELEASED_PAPER_ROW = {"allenai/specter": "SPECTER", "malteos/scincl": "SciNCL"}
 
@@ -358,7 +417,9 @@ def pair_with_paper(ours: pd.DataFrame, origins: Mapping[str, RowOrigin], candid
                     paper_origins: Mapping[str, RowOrigin] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The one pairing rule of the SPECTER and SciNCL pages (issue 37): our row ``name`` (of ``ours``, with its
     origin ``origins[name]``) is set beside the paper row ``candidates[name]`` only when the data source, the model
-    family and the protocol are the same (:class:`RowOrigin`); otherwise it is shown apart with the reason.
+    family, the protocol and the training protocol (epochs, effective batch, learning rate, input length, as far as
+    the paper states them: :class:`TrainingProtocol`) are the same (:class:`RowOrigin`); otherwise it is shown apart
+    with the reason.
 
     Returns ``(paired, apart)``: ``paired`` one line per matching pair with both values of each of ``columns`` and
     their difference; ``apart`` one line per row of ours with no matching paper row, naming the paper row it would
@@ -398,15 +459,40 @@ PAPER_SETTINGS: dict[str, tuple[object, str]] = {
     "n_papers": (None, "synthetic corpus size (replicas only)"),
     "eval_fraction": (None, "synthetic corpus split (replicas only)"),
     "max_queries": (0, "every query paper of SPECTER's triplets (136,820, SciNCL Table 4)"),
-    "max_length": (512, "SciBERT's input length"),
-    "epochs": (2, "SciNCL §4.3, SPECTER's setup"),
+    "max_length": (512, "SciNCL §3: the title and abstract, whole; no paper states a cut, so as much as SciBERT reads"),
+    "epochs": (2, "SciNCL §4.3: 2 epochs, SPECTER's setup"),
     "batch_size": (8, "SciNCL §4.3: batch 8"),
-    "accumulation_steps": (4, "SciNCL §4.3: 4 accumulation steps (32 a step)"),
+    "accumulation_steps": (4, "SciNCL §4.3: effective batch 32, same as SPECTER"),
     "learning_rate": (2e-5, "SciNCL §4.3 (SPECTER's AllenNLP config reads 3e-5)"),
     "schedule": ("slanted_triangular", "SPECTER's AllenNLP config (simple.jsonnet: cut_frac 0.1, ratio 32)"),
     "recommendations": (True, "SciDocs' average includes the recommendation task"),
     "csfcube_max_length": (512, "SPECTER reads 512 tokens"),
 }
+#: The thesis' protocol for SPECTER(Undirected) (Experiment 1): 2 epochs, lr 2e-5 and the effective batch of 32 of
+#: §4.4, title [SEP] abstract of under 512 tokens (§4.2; data/paper_tables/sciaspect_settings.csv holds the numbers).
+THESIS_TRAINING = TrainingProtocol(2, 32, 2e-5, 512, where=(
+    ("epochs", "thesis §4.4: 2 epochs"), ("effective_batch", "thesis §4.4: 32 for Experiment 1, same as SPECTER"),
+    ("learning_rate", "thesis §4.4: 2e-5"), ("max_length", "thesis §4.2: title [SEP] abstract, < 512 tokens")))
+_SCINCL_TRAINING = TrainingProtocol.of_paper(PAPER_SETTINGS)
+PAPER_ROWS.update({
+    "SciBERT": RowOrigin("none (untrained)", "SciBERT", OFFICIAL_SCIDOCS),
+    "SPECTER": RowOrigin("SPECTER's training triplets", "SciBERT", OFFICIAL_SCIDOCS, _SCINCL_TRAINING),
+    "SPECTER (random S2ORC w/o leakage)": RowOrigin("SPECTER's sampling on a random S2ORC subset w/o leakage",
+                                                    "SciBERT", OFFICIAL_SCIDOCS, _SCINCL_TRAINING),
+    "SPECTER(Undirected)": RowOrigin("the thesis' undirected sampling on Semantic Scholar citations of SciNCL's w/o "
+                                     "leakage queries", "SciBERT", OFFICIAL_SCIDOCS, THESIS_TRAINING),
+    "SciNCL": RowOrigin("SciNCL's kNN bands on S2ORC's citation graph, SPECTER's queries", "SciBERT",
+                        OFFICIAL_SCIDOCS, _SCINCL_TRAINING),
+    "SciNCL (random S2ORC w/o leakage)": RowOrigin("SciNCL's kNN bands on S2ORC's citation graph, random S2ORC "
+                                                   "queries w/o leakage", "SciBERT", OFFICIAL_SCIDOCS,
+                                                   _SCINCL_TRAINING),
+})
+#: What the pairing rule does not compare, printed under the pairs (:func:`sdr.methods.specter.show_pairs`).
+NOT_COMPARED = ("The rule compares the training data, the model family, the SciDocs protocol and the training "
+                "protocol (" + ", ".join(TRAINING_COMPARED.values()) + "). Not compared: the learning-rate schedule "
+                "(SciNCL §4.3 states none; the deviation list names this run's) and the seed (Table 1 reports no "
+                "single seed). The input length is compared at 512 tokens: SciNCL §3 feeds the title and abstract "
+                "whole ([SEP] between) and no paper states a cut, so the paper's input is as much as SciBERT reads.")
 
 
 def deviations(run, settings: Mapping[str, tuple[object, str]] | None = None, keys: Sequence[str] | None = None,
