@@ -282,7 +282,10 @@ def test_the_wol_part_reads_the_given_embedding_for_the_triples_papers(tmp_path)
 # ------------------------------------------------------------------------------------------------- the pairing rule
 def _pairing_run(dimension=8):
     run = _run(dimension=dimension)
-    run.p.recommendations, run.p.model_name, run.p.model_layers = True, "allenai/scibert_scivocab_uncased", 0
+    # every setting the pairing rule reads at the paper's value (SciNCL §4.3, §5), so only the graph decides
+    for name, (value, _) in scincl.PAPER_SETTINGS.items():
+        if value is not None and not name.startswith("graph_"):  # the graph is the test's own small one
+            setattr(run.p, name, value)
     run.p.released_checkpoints = []
     return run
 
