@@ -502,6 +502,22 @@ def server_error(url, status=503, retry_after=None):
     return urllib.error.HTTPError(url, status, "Service Unavailable", headers, io.BytesIO(b"<Error>SlowDown</Error>"))
 
 
+def _planned_opener(payloads: dict, fail: dict, opened: list):
+    """An opener of ``payloads`` by url that records each open in ``opened`` and first answers each url's planned
+    failures (``fail``: url → [exception or "break", …], popped one an open; "break" cuts the stream half-way)."""
+    def opener(url):
+        opened.append(url)
+        planned = fail.get(url) or []
+        if planned:
+            failure = planned.pop(0)
+            if failure == "break":
+                return BreakingStream(payloads[url], len(payloads[url]) // 2)
+            raise failure
+        return io.BytesIO(payloads[url])
+
+    return opener
+
+
 def test_a_5xx_retry_after_is_capped_by_max_backoff_but_a_429s_is_not():
     answers = [Response(503, b"{}", {"Retry-After": "86400"}), Response(200, b'{"ok": 1}')]
     waits = []
@@ -537,17 +553,7 @@ def _two_shard_service(fail):
     def listing(method, url, headers, body, timeout):
         return Response(200, json.dumps({"files": list(shards)}).encode())
 
-    def opener(url):
-        opened.append(url)
-        planned = fail.get(url) or []
-        if planned:
-            failure = planned.pop(0)
-            if failure == "break":
-                return BreakingStream(shards[url], len(shards[url]) // 2)
-            raise failure
-        return io.BytesIO(shards[url])
-
-    return listing, opener, opened
+    return listing, _planned_opener(shards, fail, opened), opened
 
 
 S2ORC_WANTED = ["12871252", "33333", "999"]
@@ -629,17 +635,7 @@ def _hub_service(registry_path, fail):
     def transport(method, url, headers, body, timeout):
         return Response(200, json.dumps(listings[urllib.parse.urlparse(url).path]).encode())
 
-    def opener(url):
-        opened.append(url)
-        planned = fail.get(url) or []
-        if planned:
-            failure = planned.pop(0)
-            if failure == "break":
-                return BreakingStream(files[url], len(files[url]) // 2)
-            raise failure
-        return io.BytesIO(files[url])
-
-    return transport, opener, opened
+    return transport, _planned_opener(files, fail, opened), opened
 
 
 HUB_FILES = ("scirepeval/fos/evaluation.jsonl", "scirepeval_test/fos/test.jsonl")
