@@ -157,6 +157,22 @@ def bulk_fetch_work(dataset: str, part: str, **plan_options):
 
 
 # ---------------------------------------------------------------------------------------------- the API
+#: The file a bulk fetch fixes its release in at the first run (``{"release_id", "datasets"}``), kept by every resume.
+RELEASE_FILE = "release.json"
+
+
+def fixed_release(folder: str | Path) -> dict | None:
+    """The release a bulk fetch in ``folder`` fixed (its :data:`RELEASE_FILE`), or None before its first run; a file
+    without ``release_id`` is an error naming it."""
+    path = Path(folder) / RELEASE_FILE
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record, dict) or "release_id" not in record:
+        raise ValueError(f"{path}: expected the bulk fetch's {{release_id, ...}}, got {str(record)[:200]}")
+    return record
+
+
 class DatasetsApi:
     """The Datasets API's JSON endpoints through :class:`Client` (the API key, retries, rate limit)."""
 
@@ -432,9 +448,9 @@ class BulkFetch:
 
     def _fixed_release(self) -> dict:
         """The release of this fetch: chosen at the first run (``release.json``), kept by every resume."""
-        path = self.folder / "release.json"
-        if path.exists():
-            stored = json.loads(path.read_text(encoding="utf-8"))
+        path = self.folder / RELEASE_FILE
+        stored = fixed_release(self.folder)
+        if stored is not None:
             if self.release not in ("latest", stored["release_id"]):
                 raise ValueError(f"{path}: this fetch reads release {stored['release_id']}, not {self.release}; "
                                  f"delete {self.folder} to fetch another release")
@@ -854,7 +870,7 @@ def fetch_dataset(dataset, folder: Path, progress: bool = True, client: Client |
         return Path(folder)
     client = client or Client()
     fetch = BulkFetch(dataset.name, Path(folder), DatasetsApi(client), opener, release, progress, memory_limit, sleep)
-    if not (Path(folder) / "release.json").exists():
+    if fixed_release(folder) is None:
         fetch.check_release()  # before the anchors are resolved: an unknown release stops the fetch at once
     corpus_anchors, unknown = None, []
     if fetch.route.kind == "texts":

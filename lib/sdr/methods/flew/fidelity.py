@@ -17,10 +17,8 @@ Shown in: notebooks/flew.ipynb, Ours next to the paper.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
@@ -188,12 +186,10 @@ def graph_source(citations) -> str:
     if datasets.dry_run():
         return f"the paper dry run's fixture in the {citations.name} layout"
     if citations.name == "s2ag_bulk_flew":
-        stored, release = Path(citations.path) / "release.json", "one release"
-        if stored.is_file():
-            record = json.loads(stored.read_text(encoding="utf-8"))
-            if not isinstance(record, dict) or "release_id" not in record:
-                raise ValueError(f"{stored}: expected the bulk fetch's {{release_id, ...}}, got {str(record)[:200]}")
-            release = f"release {record['release_id']}"
+        from sdr.fetchers.bulk import fixed_release
+
+        record = fixed_release(citations.path)
+        release = f"release {record['release_id']}" if record is not None else "one release"
         return (f"the Semantic Scholar bulk datasets of {release} (s2ag_bulk_flew: citations, papers and abstracts "
                 "filtered to the released query list)")
     return f"today's Semantic Scholar Graph API ({citations.name}, fetched around the released query list)"
