@@ -21,6 +21,7 @@ import pandas as pd
 from sdr import book
 from sdr.book.chapter import ChapterCheckFailed, Fit
 from sdr.methods import specter
+from sdr.methods.scincl.paper import GRAPH_SOURCES, graph_route
 from sdr.methods.scincl.recipe import (PAPER_BANDS, Bands, bands_table, band_searches, clip_bands, collision_grid,
                                        collision_sweep, query_papers, sample_triplets, scaled_bands, share_of_queries,
                                        sweep_points, with_task_averages)
@@ -28,7 +29,7 @@ from sdr.samplers import band_check, count_collisions, specter_triplets
 from sdr.train import TrainConfig
 
 __all__ = ["TRAINING_PARAMETERS", "TripletGraph", "triplet_graph", "CitationEmbedding", "embed_graph",
-           "given_embedding", "given_rows", "given_graph", "GRAPH_SOURCES", "paper_inputs", "s2orc_embedding",
+           "given_embedding", "given_rows", "given_graph", "paper_inputs", "s2orc_embedding",
            "S2ORC_GRAPH", "MIN_GIVEN_SHARE", "TrainingSets", "training_sets", "BandCheck", "table4_view",
            "graph_statement", "Collisions", "collision_table", "fig5_shape",
            "released_models", "train_main_models", "Gains", "gains", "csfcube_table", "released_paper_models",
@@ -139,9 +140,10 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     from sdr.graph import LINK_PREDICTION_METRICS, embed
 
     p = run.p
-    if getattr(p, "graph_embedding", ""):
+    route = graph_route(p)
+    if route == "given":
         return given_embedding(run, graph, p.graph_embedding)
-    if getattr(p, "graph_source", "triplets") == "s2orc":
+    if route == "s2orc":
         return s2orc_embedding(run, graph)
     config = graph_config(p)
     nodes = graph.paper_ids if p.index_every_paper else None
@@ -162,11 +164,6 @@ def embed_graph(run, inputs, graph: TripletGraph) -> CitationEmbedding:
     return CitationEmbedding(embedding, config, link_table, checks, graph.label, graph.label)
 
 
-#: ``graph_source``: "s2orc" (SciNCL's graph, the ``s2orc_citation_graph`` dataset embedded in the chapter: the
-#: ``paper`` profile) or "triplets" (the citations inside the training triplets: ``smoke`` and ``real``).
-GRAPH_SOURCES = ("s2orc", "triplets")
-
-
 def paper_inputs(graph_source: str, graph_embedding: str = "") -> tuple[str, ...]:
     """The datasets the chapter reads at ``paper`` (``ChapterRun(needs=...)``, checked before anything trains):
     ``sdr.datasets.CHAPTER_DATA["scincl"]``, which holds ``s2orc_citation_graph`` for the default ``graph_source``
@@ -175,7 +172,7 @@ def paper_inputs(graph_source: str, graph_embedding: str = "") -> tuple[str, ...
     from sdr.graph import S2ORC_GRAPH_DATASET
 
     if graph_source not in GRAPH_SOURCES:
-        raise ValueError(f"graph_source {graph_source!r}; expected one of {', '.join(GRAPH_SOURCES)}")
+        raise ValueError(f"graph_source {graph_source!r}; expected one of {', '.join(sorted(GRAPH_SOURCES))}")
     declared = CHAPTER_DATA["scincl"]
     if graph_source == "s2orc" and not graph_embedding:
         return declared
@@ -617,9 +614,10 @@ def train_main_models(run, inputs, training: specter.TrainingSet, sets: Training
 
     Shown in: notebooks/scincl.ipynb, Training."""
     extra = {"training data": inputs.triplets.source}
-    if getattr(run.p, "graph_embedding", ""):  # only then, so the run folders of the triplet graph keep their keys
+    route = graph_route(run.p)
+    if route == "given":  # only then, so the run folders of the triplet graph keep their keys
         extra["graph embedding"] = str(run.p.graph_embedding)
-    elif getattr(run.p, "graph_source", "triplets") == "s2orc":
+    elif route == "s2orc":
         extra["graph embedding"] = (f"{sets.graph_size.get('dataset')} release {sets.graph_size.get('release')}, "
                                     "embedded in the chapter")
     run.key_runs(extra)

@@ -590,7 +590,7 @@ def scincl_deviations(run) -> list[str]:
              "the FAISS index holds the graph's nodes only: papers that occur only as negatives are left out "
              "(SciNCL indexes every training paper, A.4)")
     given = getattr(p, "graph_embedding", "")
-    in_chapter = not given and getattr(p, "graph_source", "triplets") == "s2orc"
+    in_chapter = graph_route(p) == "s2orc"
     if given or in_chapter:
         index = ("the FAISS index holds the training papers found in the S2ORC graph's embedding (SciNCL indexes "
                  "every training paper, A.4; the page counts those not found)")
